@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build here (compiling is free on this machine) what bench/h200_run.sh runs on the H200, for sm_90 only,
+# into build-h200/ (git-ignored), recording the commit and the source path that CTest's files hold.
+# Then call the device tool with: command "bash bench/h200_run.sh", carry ["build-h200"].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DPAGEDATTN_BUILD_TESTS=ON -DPAGEDATTN_BUILD_EXAMPLES=ON -DPAGEDATTN_BUILD_BENCH=ON >/dev/null
+cmake --build build-h200 -j "$(nproc)"
+git rev-parse HEAD >build-h200/COMMIT
+git diff --quiet HEAD -- include test bench examples || echo "$(git rev-parse HEAD)+dirty" >build-h200/COMMIT
+echo "$PWD" >build-h200/SOURCE_DIR
+du -sh build-h200

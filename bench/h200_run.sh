@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The device run: everything the H200 has to do for one commit, in one call.
+#
+#   1. use the build in $BUILD (made here by bench/build_for_h200.sh and carried along), or configure and
+#      build one there with that machine's nvcc/cmake/ninja and the Catch2 package unpacked in .deps/;
+#   2. run every test through ctest;
+#   3. run compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test binary
+#      (with PAGEDATTN_TEST_REDUCED=1, the reduced matrix);
+#   4. run the benchmarks that exist;
+#   5. write logs and summary.json to $OUT.
+# Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry ["build-h200"]
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+BUILD=${1:-build-h200}
+mkdir -p "$OUT"
+log() { echo "[h200_run] $*"; }
+
+if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
+  log "no carried build: configuring one here"
+  catch2_dir=$PWD/.deps/catch2/usr/lib/cmake/Catch2
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DCatch2_DIR="$catch2_dir" -DPAGEDATTN_BUILD_EXAMPLES=ON -DPAGEDATTN_BUILD_BENCH=ON >"$OUT/configure.txt" 2>&1 \
+    || { log "configure failed"; tail -30 "$OUT/configure.txt"; exit 1; }
+  cmake --build "$BUILD" -j "$(nproc)" >"$OUT/build.txt" 2>&1 || { log "build failed"; tail -30 "$OUT/build.txt"; exit 1; }
+  git rev-parse HEAD >"$BUILD/COMMIT" 2>/dev/null || echo unknown >"$BUILD/COMMIT"
+  echo "$PWD" >"$BUILD/SOURCE_DIR"
+fi
+commit=$(cat "$BUILD/COMMIT" 2>/dev/null || echo unknown)
+
+# CTest files hold the absolute paths of the machine that configured the build: recreate that path.
+src=$(cat "$BUILD/SOURCE_DIR" 2>/dev/null || echo "$PWD")
+if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+log "device: $gpu; commit $commit"
+
+# ---- 2. every test --------------------------------------------------------------------------------------
+{
+  echo "# ctest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
+  (cd "$src/$BUILD" 2>/dev/null || cd "$BUILD"; ctest --output-on-failure --timeout 900 2>&1)
+} | tee "$OUT/h200-tests.txt" | tail -25
+ctest_rc=${PIPESTATUS[0]}
+
+# ---- 3. compute-sanitizer on every GPU test binary --------------------------------------------------------
+mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' | sort)
+{
+  echo "# compute-sanitizer on $gpu, commit $commit: tool binary errors (PAGEDATTN_TEST_REDUCED=1)"
+  for bin in "${gpu_bins[@]}"; do
+    name=$(basename "$bin")
+    case "$name" in *_host) continue ;; esac
+    for tool in memcheck racecheck synccheck initcheck; do
+      logf="$OUT/sanitizer-$tool-$name.txt"
+      PAGEDATTN_TEST_REDUCED=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" >"$logf" 2>&1
+      rc=$?
+      errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
+      [ -z "$errors" ] && errors="?"
+      echo "$tool $name errors=$errors rc=$rc"
+    done
+  done
+} | tee "$OUT/h200-sanitizer.txt"
+
+# ---- 4. benchmarks ------------------------------------------------------------------------------------------
+for b in "$BUILD"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  name=$(basename "$b")
+  log "bench $name"
+  "$b" --json "$OUT/$name.json" --commit "$commit" 2>&1 | tee "$OUT/$name.txt" | tail -40
+done
+if [ -f bench/seed_triton_bench.py ] && [ -d .seed ]; then
+  python3 bench/seed_triton_bench.py --out "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" | tail -20
+fi
+
+# ---- 5. summary ---------------------------------------------------------------------------------------------
+python3 - "$OUT" "$commit" "$gpu" "$ctest_rc" <<'PY'
+import json, re, sys, pathlib
+out, commit, gpu, ctest_rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tests = pathlib.Path(out, "h200-tests.txt").read_text()
+m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", tests)
+san = [l.split() for l in pathlib.Path(out, "h200-sanitizer.txt").read_text().splitlines() if not l.startswith("#")]
+summary = {
+  "device": gpu, "commit": commit, "ctest_rc": ctest_rc,
+  "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2)) if m else None,
+  "sanitizer": [{"tool": t, "binary": b, "errors": e.split("=")[1], "rc": r.split("=")[1]} for t, b, e, r in san],
+}
+summary["sanitizer_errors_total"] = sum(int(s["errors"]) for s in summary["sanitizer"] if s["errors"].isdigit())
+pathlib.Path(out, "summary.json").write_text(json.dumps(summary, indent=1))
+print(json.dumps({k: v for k, v in summary.items() if k != "sanitizer"}))
+PY

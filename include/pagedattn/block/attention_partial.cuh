@@ -1,0 +1,49 @@
+#pragma once
+// Level 2: the compound value of decode attention, (max_score, exp_sum, weighted_v[HeadDim]) in fp32.
+// See online_softmax_combine.cuh for the meaning of the fields and the combine.
+#include <pagedattn/block/online_softmax_combine.cuh>
+
+namespace pagedattn {
+
+template <int HeadDim>
+struct AttentionPartial {
+  static constexpr int head_dim = HeadDim;
+
+  float max_score;
+  float exp_sum;
+  float weighted_v[HeadDim];
+
+  /// The empty partial: identity of OnlineSoftmaxCombine.
+  PAGEDATTN_HOST_DEVICE static AttentionPartial identity()
+  {
+    AttentionPartial p;
+    p.max_score = -INFINITY;
+    p.exp_sum = 0.f;
+    for (int d = 0; d < HeadDim; ++d) { p.weighted_v[d] = 0.f; }
+    return p;
+  }
+
+  PAGEDATTN_HOST_DEVICE bool empty() const { return exp_sum == 0.f; }
+
+  /// Add one chunk of n tokens: scores[t] (-inf for masked tokens) and values[t * HeadDim + d].
+  /// The chunk is summarised relative to its own maximum (p_t = exp(s_t - m_chunk)), then combined
+  /// with alpha/beta rescaling: the seed's corrected online-softmax step.
+  PAGEDATTN_HOST_DEVICE void add_chunk(const float* scores, const float* values, int n)
+  {
+    AttentionPartial chunk = identity();
+    for (int t = 0; t < n; ++t) { chunk.max_score = scores[t] > chunk.max_score ? scores[t] : chunk.max_score; }
+    if (chunk.max_score == -INFINITY) { return; } // empty or fully masked chunk: identity
+    for (int t = 0; t < n; ++t)
+    {
+      const float p = detail::exp_f32(scores[t] - chunk.max_score);
+      chunk.exp_sum += p;
+      for (int d = 0; d < HeadDim; ++d) { chunk.weighted_v[d] = detail::fma_rn(p, values[t * HeadDim + d], chunk.weighted_v[d]); }
+    }
+    *this = OnlineSoftmaxCombine{}(*this, chunk);
+  }
+
+  /// Normalised attention output for dimension d: weighted_v[d] / exp_sum (0 for the empty partial).
+  PAGEDATTN_HOST_DEVICE float output(int d) const { return exp_sum > 0.f ? weighted_v[d] / exp_sum : 0.f; }
+};
+
+} // namespace pagedattn

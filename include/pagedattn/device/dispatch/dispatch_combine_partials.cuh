@@ -1,0 +1,173 @@
+#pragma once
+// Kernels and launch logic of DeviceCombinePartials (the Level 3 primitive on its own): the single-pass
+// look-back combine and the classic two-kernel combine, over partials the caller supplies.
+#include <pagedattn/agent/agent_partition_combine.cuh>
+#include <pagedattn/util_error.cuh>
+
+#include <string>
+
+namespace pagedattn {
+
+/// How the partitions of a segment are merged.
+enum class PartitionCombineAlgorithm {
+  single_pass, ///< one launch: tile statuses and decoupled look-back (default)
+  two_kernel,  ///< a second launch folds the partitions (vLLM v2's scheme), for comparison
+};
+
+/// Test and benchmark hooks of the combine; production calls pass none.
+struct CombineDebugOptions {
+  unsigned max_delay_ns = 0;          ///< each tile sleeps a pseudo-random 0..max before publishing
+  CombineTiming* timing = nullptr;    ///< [num_segments] timestamps of the last partition
+};
+
+namespace detail {
+
+struct CombinePartialsParams {
+  const float* partial_stats;  ///< [segments][max_partitions][heads][2]
+  const float* partial_values; ///< [segments][max_partitions][heads][head_dim]
+  const int* num_partitions;   ///< [segments]
+  float* output;               ///< [segments][heads][head_dim]
+  int num_segments;
+  int max_partitions;
+  int heads;
+  PartitionTileState state;
+  CombineDebugOptions debug;
+};
+
+constexpr int combine_block_threads = 256;
+
+/// Deterministic per-tile delay for the stress test (hash of the tile index).
+PAGEDATTN_DEVICE void debug_delay(unsigned max_ns, std::size_t tile)
+{
+  if (max_ns == 0 || threadIdx.x != 0) { return; }
+  unsigned h = static_cast<unsigned>(tile) * 2654435761u;
+  h ^= h >> 15;
+  const unsigned long long until = arch::global_timer_ns() + h % max_ns;
+  while (arch::global_timer_ns() < until) { arch::sleep_ns(100); }
+}
+
+template <int HeadDim, int MaxHeads>
+struct CombineStaging {
+  float stats[MaxHeads * 2];
+  alignas(16) float values[MaxHeads * HeadDim];
+
+  /// Copy tile `tile`'s input partial into shared memory (all threads; ends with a barrier).
+  PAGEDATTN_DEVICE void load(const CombinePartialsParams& p, std::size_t tile)
+  {
+    const std::size_t n = static_cast<std::size_t>(p.heads) * HeadDim;
+    for (int i = threadIdx.x; i < 2 * p.heads; i += blockDim.x) { stats[i] = p.partial_stats[tile * 2 * p.heads + i]; }
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) { values[i] = p.partial_values[tile * n + i]; }
+    __syncthreads();
+  }
+};
+
+struct FloatOutputWriter {
+  float* segment_output;
+  int head_dim;
+  PAGEDATTN_DEVICE void operator()(int h, int vector, float4 value) const
+  {
+    reinterpret_cast<float4*>(segment_output + static_cast<std::size_t>(h) * head_dim)[vector] = value;
+  }
+};
+
+/// Zero output for a segment with no partition (empty softmax).
+PAGEDATTN_DEVICE void write_zero_segment(float* segment_output, int n)
+{
+  for (int i = threadIdx.x; i < n; i += blockDim.x) { segment_output[i] = 0.f; }
+}
+
+template <int HeadDim, int MaxHeads>
+__global__ void __launch_bounds__(combine_block_threads) single_pass_combine_kernel(CombinePartialsParams p)
+{
+  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  __shared__ typename Agent::TempStorage temp;
+  __shared__ CombineStaging<HeadDim, MaxHeads> own;
+  __shared__ unsigned ticket;
+  if (threadIdx.x == 0) { ticket = arch::atomic_fetch_add(p.state.ticket, 1u); }
+  __syncthreads();
+  const auto [segment, partition] = tile_of_ticket(ticket, p.max_partitions);
+  const int num_partitions = p.num_partitions[segment];
+  float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
+  if (num_partitions == 0 && partition == 0) { write_zero_segment(out, p.heads * HeadDim); }
+  if (partition >= num_partitions) { return; }
+
+  const std::size_t first_tile = static_cast<std::size_t>(segment) * p.max_partitions;
+  own.load(p, first_tile + partition);
+  debug_delay(p.debug.max_delay_ns, first_tile + partition);
+  Agent(temp, p.heads).Run(p.state, first_tile, partition, num_partitions, own.stats, own.values,
+                           FloatOutputWriter{out, HeadDim}, p.debug.timing ? p.debug.timing + segment : nullptr);
+}
+
+template <int HeadDim, int MaxHeads>
+__global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel(CombinePartialsParams p)
+{
+  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  __shared__ typename Agent::TempStorage temp;
+  __shared__ CombineStaging<HeadDim, MaxHeads> own;
+  const int segment = blockIdx.x / p.max_partitions, partition = blockIdx.x % p.max_partitions;
+  if (partition >= p.num_partitions[segment]) { return; }
+  own.load(p, blockIdx.x);
+  debug_delay(p.debug.max_delay_ns, blockIdx.x);
+  Agent(temp, p.heads).StoreAggregate(p.state, blockIdx.x, own.stats, own.values);
+}
+
+template <int HeadDim, int MaxHeads>
+__global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(CombinePartialsParams p)
+{
+  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  __shared__ typename Agent::TempStorage temp;
+  const int segment = blockIdx.x;
+  const int num_partitions = p.num_partitions[segment];
+  float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
+  if (num_partitions == 0) { write_zero_segment(out, p.heads * HeadDim); return; }
+  Agent(temp, p.heads).FoldSegment(p.state, static_cast<std::size_t>(segment) * p.max_partitions, num_partitions,
+                                   FloatOutputWriter{out, HeadDim});
+}
+
+template <int HeadDim, int MaxHeads>
+cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
+                                      const float* d_partial_values, const int* d_num_partitions, float* d_output,
+                                      int num_segments, int max_partitions, int heads, PartitionCombineAlgorithm algorithm,
+                                      cudaStream_t stream, const CombineDebugOptions& debug)
+{
+  if (num_segments < 0) { return fail(cudaErrorInvalidValue, "num_segments must be >= 0"); }
+  if (max_partitions < 1) { return fail(cudaErrorInvalidValue, "max_partitions must be >= 1"); }
+  if (heads < 1 || heads > MaxHeads)
+  {
+    return fail(cudaErrorInvalidValue, "heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
+  }
+  const PartitionTileLayout layout(static_cast<std::size_t>(num_segments) * max_partitions, heads, HeadDim);
+  if (d_temp_storage == nullptr)
+  {
+    temp_storage_bytes = layout.total_bytes;
+    return cudaSuccess;
+  }
+  if (temp_storage_bytes < layout.total_bytes)
+  {
+    return fail(cudaErrorInvalidValue, "temp_storage_bytes too small: " + std::to_string(temp_storage_bytes) + " < " +
+                                           std::to_string(layout.total_bytes));
+  }
+  if (!d_partial_stats) { return fail(cudaErrorInvalidValue, "d_partial_stats is null"); }
+  if (!d_partial_values) { return fail(cudaErrorInvalidValue, "d_partial_values is null"); }
+  if (!d_num_partitions) { return fail(cudaErrorInvalidValue, "d_num_partitions is null"); }
+  if (!d_output) { return fail(cudaErrorInvalidValue, "d_output is null"); }
+  if (num_segments == 0) { return cudaSuccess; }
+
+  CombinePartialsParams p{d_partial_stats, d_partial_values, d_num_partitions, d_output, num_segments, max_partitions, heads,
+                          PartitionTileState::bind(d_temp_storage, layout), debug};
+  const unsigned tiles = static_cast<unsigned>(layout.num_tiles);
+  if (algorithm == PartitionCombineAlgorithm::single_pass)
+  {
+    // The init pass: ticket and statuses back to zero, in the stream (captured by CUDA graphs too).
+    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
+    single_pass_combine_kernel<HeadDim, MaxHeads><<<tiles, combine_block_threads, 0, stream>>>(p);
+    return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");
+  }
+  store_aggregates_kernel<HeadDim, MaxHeads><<<tiles, combine_block_threads, 0, stream>>>(p);
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "store_aggregates_kernel launch"));
+  fold_segments_kernel<HeadDim, MaxHeads><<<num_segments, combine_block_threads, 0, stream>>>(p);
+  return check_cuda(cudaGetLastError(), "fold_segments_kernel launch");
+}
+
+} // namespace detail
+} // namespace pagedattn

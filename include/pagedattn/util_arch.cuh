@@ -1,0 +1,172 @@
+#pragma once
+// The one architecture header: the hardware warp width and every shuffle, vote, fence, sleep and
+// cache-modified memory access pagedattn uses. Nothing else in the library names a warp width literally
+// or calls an intrinsic directly, so porting to another CUDA dialect means editing this file alone.
+//
+//   NVIDIA (sm_70+) : 32-lane warps, PTX cache operators, acquire/release via fences.
+//   Iluvatar BI-V100 (__ILUVATAR__): 64-lane warps, no inline PTX, no __nanosleep; volatile accesses plus
+//                    __threadfence() give the ordering (see docs/architecture.md, "Portability").
+#include <cstdint>
+
+#include <pagedattn/config.cuh>
+
+namespace pagedattn {
+
+#if defined(__ILUVATAR__)
+/// Threads in a hardware warp.
+inline constexpr int warp_threads = 64;
+/// Mask type of the *_sync intrinsics.
+using lane_mask_t = unsigned long long;
+inline constexpr lane_mask_t full_lane_mask = ~0ull;
+#else
+inline constexpr int warp_threads = 32;
+using lane_mask_t = unsigned;
+inline constexpr lane_mask_t full_lane_mask = 0xffffffffu;
+#endif
+
+/// log2 of the hardware warp width.
+inline constexpr int log2_warp_threads = warp_threads == 64 ? 6 : 5;
+
+/// True for powers of two (logical warp widths, vector widths).
+constexpr bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+/// Integer ceiling division.
+template <class T>
+constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
+
+namespace arch {
+
+/// Lane index inside the hardware warp.
+PAGEDATTN_DEVICE int lane_id() { return static_cast<int>(threadIdx.x) & (warp_threads - 1); }
+/// Warp index inside a 1-D thread block.
+PAGEDATTN_DEVICE int warp_id() { return static_cast<int>(threadIdx.x) / warp_threads; }
+
+// ---- shuffles (every lane of the hardware warp must call them; `width` splits the warp into logical
+//      warps of that many lanes, each shuffling only inside itself) -------------------------------------
+template <class T>
+PAGEDATTN_DEVICE T shfl_down(T value, int delta, int width = warp_threads)
+{
+  return __shfl_down_sync(full_lane_mask, value, static_cast<unsigned>(delta), width);
+}
+template <class T>
+PAGEDATTN_DEVICE T shfl_xor(T value, int lane_mask, int width = warp_threads)
+{
+  return __shfl_xor_sync(full_lane_mask, value, lane_mask, width);
+}
+template <class T>
+PAGEDATTN_DEVICE T shfl_idx(T value, int src_lane, int width = warp_threads)
+{
+  return __shfl_sync(full_lane_mask, value, src_lane, width);
+}
+
+// ---- votes -----------------------------------------------------------------------------------------
+PAGEDATTN_DEVICE bool all_lanes(bool predicate) { return __all_sync(full_lane_mask, predicate); }
+PAGEDATTN_DEVICE bool any_lane(bool predicate) { return __any_sync(full_lane_mask, predicate); }
+/// Bit i set when lane i's predicate holds.
+PAGEDATTN_DEVICE lane_mask_t ballot(bool predicate) { return __ballot_sync(full_lane_mask, predicate); }
+/// Lowest set lane of a non-zero mask.
+PAGEDATTN_DEVICE int lowest_lane(lane_mask_t mask)
+{
+#if defined(__ILUVATAR__)
+  return __ffsll(static_cast<long long>(mask)) - 1;
+#else
+  return __ffs(static_cast<int>(mask)) - 1;
+#endif
+}
+/// Mask of the lanes below `lane`.
+PAGEDATTN_DEVICE lane_mask_t lanes_below(int lane) { return (lane_mask_t(1) << lane) - 1; }
+PAGEDATTN_DEVICE void sync_warp() { __syncwarp(full_lane_mask); }
+
+// ---- fences and back-off ---------------------------------------------------------------------------
+/// Orders this thread's prior global writes before its later ones, as seen by every thread on the GPU.
+PAGEDATTN_DEVICE void fence_device() { __threadfence(); }
+/// Same, for threads of this block only.
+PAGEDATTN_DEVICE void fence_block() { __threadfence_block(); }
+
+/// Sleep roughly `ns` nanoseconds while polling, to leave issue slots and memory bandwidth to the
+/// blocks being waited on. BI-V100 has no sleep instruction: a block fence keeps the loop from being
+/// collapsed by the compiler.
+PAGEDATTN_DEVICE void sleep_ns(unsigned ns)
+{
+#if defined(__ILUVATAR__)
+  (void)ns;
+  __threadfence_block();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __nanosleep(ns);
+#else
+  (void)ns;
+  __threadfence_block();
+#endif
+}
+
+// ---- cross-block publication: values through L2 (bypassing the non-coherent L1), flags with
+//      release/acquire ordering -----------------------------------------------------------------------
+/// Store that skips L1 (cache-global), so another block reads it from L2.
+PAGEDATTN_DEVICE void store_cg(float* ptr, float value)
+{
+#if defined(__ILUVATAR__)
+  *reinterpret_cast<volatile float*>(ptr) = value;
+#else
+  __stcg(ptr, value);
+#endif
+}
+PAGEDATTN_DEVICE void store_cg(float4* ptr, float4 value)
+{
+#if defined(__ILUVATAR__)
+  volatile float* p = reinterpret_cast<volatile float*>(ptr);
+  p[0] = value.x; p[1] = value.y; p[2] = value.z; p[3] = value.w;
+#else
+  __stcg(ptr, value);
+#endif
+}
+/// Load that skips L1, so a value another block published is not served from a stale L1 line.
+PAGEDATTN_DEVICE float load_cg(const float* ptr)
+{
+#if defined(__ILUVATAR__)
+  return *reinterpret_cast<const volatile float*>(ptr);
+#else
+  return __ldcg(ptr);
+#endif
+}
+PAGEDATTN_DEVICE float4 load_cg(const float4* ptr)
+{
+#if defined(__ILUVATAR__)
+  const volatile float* p = reinterpret_cast<const volatile float*>(ptr);
+  return make_float4(p[0], p[1], p[2], p[3]);
+#else
+  return __ldcg(ptr);
+#endif
+}
+
+/// Publish a status word: every global write this thread made before is visible to a thread that
+/// reads `value` with load_acquire. (fence + relaxed volatile store == release on both vendors.)
+PAGEDATTN_DEVICE void store_release(unsigned* ptr, unsigned value)
+{
+  __threadfence();
+  *reinterpret_cast<volatile unsigned*>(ptr) = value;
+}
+/// Read a status word; writes published before it (store_release) are visible to this thread's later
+/// loads. (volatile load + fence == acquire.)
+PAGEDATTN_DEVICE unsigned load_acquire(const unsigned* ptr)
+{
+  unsigned value = *reinterpret_cast<const volatile unsigned*>(ptr);
+  __threadfence();
+  return value;
+}
+/// Nanoseconds of the GPU's global timer (coarse; for measuring protocol latencies only).
+PAGEDATTN_DEVICE unsigned long long global_timer_ns()
+{
+#if defined(__ILUVATAR__)
+  return clock64();
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+/// Atomic ticket: returns the old value.
+PAGEDATTN_DEVICE unsigned atomic_fetch_add(unsigned* ptr, unsigned value) { return atomicAdd(ptr, value); }
+
+} // namespace arch
+} // namespace pagedattn

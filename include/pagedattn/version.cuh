@@ -1,0 +1,6 @@
+#pragma once
+// pagedattn version. Kept in sync with project(VERSION) in the top-level CMakeLists.txt.
+#define PAGEDATTN_VERSION_MAJOR 0
+#define PAGEDATTN_VERSION_MINOR 1
+#define PAGEDATTN_VERSION_PATCH 0
+#define PAGEDATTN_VERSION (PAGEDATTN_VERSION_MAJOR * 10000 + PAGEDATTN_VERSION_MINOR * 100 + PAGEDATTN_VERSION_PATCH)

@@ -1,0 +1,176 @@
+// GPU tests of Level 1: WarpReduceShfl for every logical width and operator, against the host; and the
+// dot-product helper.
+#include <pagedattn/warp/warp_dot_product.cuh>
+#include <pagedattn/warp/warp_reduce_shfl.cuh>
+
+#include "support/test_support.cuh"
+
+#include <algorithm>
+#include <numeric>
+
+namespace {
+
+constexpr int block_threads = 4 * pagedattn::warp_threads;
+
+/// Non-commutative associative operators: they reveal whether lane order is kept.
+struct First {
+  template <class T> __device__ T operator()(const T& a, const T&) const { return a; }
+};
+struct Last {
+  template <class T> __device__ T operator()(const T&, const T& b) const { return b; }
+};
+
+template <class T, int Width, class Op, bool All>
+__global__ void reduce_kernel(const T* in, T* out, Op op)
+{
+  using R = pagedattn::WarpReduceShfl<T, Width>;
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const T v = in[tid];
+  if constexpr (All) { out[tid] = R::AllReduce(v, op); }
+  else
+  {
+    const T r = R::Reduce(v, op);
+    if (R::logical_lane_id() == 0) { out[tid / Width] = r; }
+  }
+}
+
+template <class T, class HostOp>
+std::vector<T> host_segments(const std::vector<T>& in, int width, HostOp op)
+{
+  std::vector<T> out(in.size() / width);
+  for (std::size_t s = 0; s < out.size(); ++s)
+  {
+    T acc = in[s * width];
+    for (int i = 1; i < width; ++i) { acc = op(acc, in[s * width + i]); }
+    out[s] = acc;
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> random_values(std::mt19937_64& rng, std::size_t n)
+{
+  std::vector<T> v(n);
+  if constexpr (std::is_floating_point_v<T>)
+  {
+    v = test::random_floats(rng, n, -4.f, 4.f);
+    // Sums are compared with a tolerance; maxima and First/Last exactly.
+  }
+  else
+  {
+    for (auto& x : v) { x = static_cast<T>(static_cast<int>(rng() % 2001) - 1000); }
+  }
+  return v;
+}
+
+template <class T, int Width>
+void check_width(std::mt19937_64& rng)
+{
+  INFO("logical width " << Width << ", type " << (std::is_same_v<T, float> ? "float" : "int"));
+  const int blocks = 3;
+  const std::size_t n = static_cast<std::size_t>(blocks) * block_threads;
+  const auto in = random_values<T>(rng, n);
+  test::DeviceBuffer<T> d_in(in), d_out(n);
+
+  auto run = [&](auto op, auto host_op, bool exact, const char* name, auto all_tag)
+  {
+    constexpr bool all = decltype(all_tag)::value;
+    INFO("operator " << name << (all ? " (AllReduce)" : " (Reduce)"));
+    d_out.poison();
+    reduce_kernel<T, Width, decltype(op), all><<<blocks, block_threads>>>(d_in.get(), d_out.get(), op);
+    CUDA_CHECK_LAUNCH();
+    const auto out = d_out.download();
+    const auto expect = host_segments(in, Width, host_op);
+    for (std::size_t s = 0; s < expect.size(); ++s)
+    {
+      for (int lane = 0; lane < (all ? Width : 1); ++lane)
+      {
+        const T got = all ? out[s * Width + lane] : out[s];
+        if (exact) { REQUIRE(got == expect[s]); }
+        else { REQUIRE(std::abs(double(got) - double(expect[s])) <= 1e-5 * (1 + std::abs(double(expect[s])))); }
+      }
+    }
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  constexpr bool exact_sum = !std::is_floating_point_v<T>;
+  run(pagedattn::Sum{}, [](T a, T b) { return a + b; }, exact_sum, "sum", no{});
+  run(pagedattn::Max{}, [](T a, T b) { return std::max(a, b); }, true, "max", no{});
+  run(First{}, [](T a, T) { return a; }, true, "first", no{});
+  run(Last{}, [](T, T b) { return b; }, true, "last", no{});
+  run(pagedattn::Sum{}, [](T a, T b) { return a + b; }, exact_sum, "sum", yes{});
+  run(pagedattn::Max{}, [](T a, T b) { return std::max(a, b); }, true, "max", yes{});
+}
+
+template <int Width, int Items>
+__global__ void dot_kernel(const float* q, const float* k, float* out)
+{
+  // Logical warp g of the block computes dot(q, k_g); lane l holds elements l*Items .. l*Items+Items-1.
+  using Dot = pagedattn::WarpDotProduct<Width>;
+  const int token = (blockIdx.x * blockDim.x + threadIdx.x) / Width;
+  const int lane = threadIdx.x % Width;
+  float qs[Items], ks[Items];
+  for (int i = 0; i < Items; ++i)
+  {
+    qs[i] = q[lane * Items + i];
+    ks[i] = k[token * Width * Items + lane * Items + i];
+  }
+  const float all = Dot::AllDot(qs, ks);
+  const float one = Dot::Dot(qs, ks);
+  if (lane == 0) { out[2 * token] = one; }
+  if (lane == Width - 1) { out[2 * token + 1] = all; }
+}
+
+template <int Width, int Items>
+void check_dot(std::mt19937_64& rng)
+{
+  INFO("dot: width " << Width << ", items per lane " << Items);
+  constexpr int dim = Width * Items;
+  const int tokens = 2 * block_threads / Width;
+  const auto q = test::random_floats(rng, dim), k = test::random_floats(rng, std::size_t(tokens) * dim);
+  test::DeviceBuffer<float> d_q(q), d_k(k), d_out(2 * tokens);
+  dot_kernel<Width, Items><<<2, block_threads>>>(d_q.get(), d_k.get(), d_out.get());
+  CUDA_CHECK_LAUNCH();
+  const auto out = d_out.download();
+  for (int t = 0; t < tokens; ++t)
+  {
+    double ref = 0;
+    for (int d = 0; d < dim; ++d) { ref += double(q[d]) * k[std::size_t(t) * dim + d]; }
+    REQUIRE(std::abs(out[2 * t] - ref) < 1e-4 * (1 + std::abs(ref)));
+    REQUIRE(out[2 * t + 1] == out[2 * t]); // same order, same bits
+  }
+}
+
+} // namespace
+
+TEST_CASE("WarpReduceShfl: every logical width and operator matches the host", "[warp][gpu]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  check_width<float, 1>(rng);
+  check_width<float, 2>(rng);
+  check_width<float, 4>(rng);
+  check_width<float, 8>(rng);
+  check_width<float, 16>(rng);
+  check_width<float, 32>(rng);
+  check_width<int, 1>(rng);
+  check_width<int, 4>(rng);
+  check_width<int, 32>(rng);
+#if defined(__ILUVATAR__)
+  check_width<float, 64>(rng);
+#endif
+}
+
+TEST_CASE("WarpDotProduct: QK scores of one logical warp per token", "[warp][gpu]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  check_dot<32, 8>(rng);  // head 256, fp16 vectors of 8
+  check_dot<16, 8>(rng);  // head 128
+  check_dot<8, 8>(rng);   // head 64
+  check_dot<4, 2>(rng);
+}
