@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build here (compiling is free on this machine) what bench/h200_run.sh runs on the H200, for sm_90 only,
 # into build-h200/ (git-ignored), recording the commit and the source path that CTest's files hold.
-# Then call the device tool with: command "bash bench/h200_run.sh", carry ["build-h200"].
+# The binaries, CTest files and commit stamp (no object files) are staged in .carry/build-h200 (git-ignored);
+# then call the device tool with: command "bash bench/h200_run.sh", carry [".carry"].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -10,4 +11,6 @@ cmake --build build-h200 -j "$(nproc)"
 git rev-parse HEAD >build-h200/COMMIT
 git diff --quiet HEAD -- include test bench examples || echo "$(git rev-parse HEAD)+dirty" >build-h200/COMMIT
 echo "$PWD" >build-h200/SOURCE_DIR
-du -sh build-h200
+rm -rf .carry/build-h200 && mkdir -p .carry
+rsync -a --exclude CMakeFiles --exclude '*.o' --exclude '.ninja_*' --exclude install_prefix --exclude install_consumer_build build-h200/ .carry/build-h200/
+du -sh .carry/build-h200

@@ -8,13 +8,14 @@
 #      (with PAGEDATTN_TEST_REDUCED=1, the reduced matrix);
 #   4. run the benchmarks that exist;
 #   5. write logs and summary.json to $OUT.
-# Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry ["build-h200"]
+# Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 BUILD=${1:-build-h200}
 mkdir -p "$OUT"
 log() { echo "[h200_run] $*"; }
 
+if [ ! -f "$BUILD/CTestTestfile.cmake" ] && [ -d ".carry/$BUILD" ]; then mv ".carry/$BUILD" "$BUILD"; fi
 if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
   log "no carried build: configuring one here"
   catch2_dir=$PWD/.deps/catch2/usr/lib/cmake/Catch2
@@ -30,6 +31,10 @@ commit=$(cat "$BUILD/COMMIT" 2>/dev/null || echo unknown)
 # CTest files hold the absolute paths of the machine that configured the build: recreate that path.
 src=$(cat "$BUILD/SOURCE_DIR" 2>/dev/null || echo "$PWD")
 if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+
+# The install-consumer test calls the cmake that configured the build (/usr/bin/cmake here).
+if [ ! -x /usr/bin/cmake ] && command -v cmake >/dev/null; then ln -s "$(command -v cmake)" /usr/bin/cmake; fi
+LOGS="$OUT/logs"; mkdir -p "$LOGS"
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 log "device: $gpu; commit $commit"
@@ -49,10 +54,12 @@ mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 
     name=$(basename "$bin")
     case "$name" in *_host) continue ;; esac
     for tool in memcheck racecheck synccheck initcheck; do
-      logf="$OUT/sanitizer-$tool-$name.txt"
+      logf="$LOGS/sanitizer-$tool-$name.txt"
       PAGEDATTN_TEST_REDUCED=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" >"$logf" 2>&1
       rc=$?
+      # memcheck/synccheck/initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
       errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
+      [ -z "$errors" ] && errors=$(grep -Eo '\(([0-9]+) errors' "$logf" | tail -1 | grep -Eo '[0-9]+' || true)
       [ -z "$errors" ] && errors="?"
       echo "$tool $name errors=$errors rc=$rc"
     done
@@ -64,10 +71,10 @@ for b in "$BUILD"/bench/bench_*; do
   [ -x "$b" ] || continue
   name=$(basename "$b")
   log "bench $name"
-  "$b" --json "$OUT/$name.json" --commit "$commit" 2>&1 | tee "$OUT/$name.txt" | tail -40
+  "$b" --json "$OUT/$name.json" --commit "$commit" 2>&1 | tee "$LOGS/$name.txt" | tail -40
 done
 if [ -f bench/seed_triton_bench.py ] && [ -d .seed ]; then
-  python3 bench/seed_triton_bench.py --out "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" | tail -20
+  python3 bench/seed_triton_bench.py --out "$OUT/seed.json" 2>&1 | tee "$LOGS/seed.txt" | tail -20
 fi
 
 # ---- 5. summary ---------------------------------------------------------------------------------------------
@@ -86,3 +93,5 @@ summary["sanitizer_errors_total"] = sum(int(s["errors"]) for s in summary["sanit
 pathlib.Path(out, "summary.json").write_text(json.dumps(summary, indent=1))
 print(json.dumps({k: v for k, v in summary.items() if k != "sanitizer"}))
 PY
+# At most 8 files come back from the device: the logs travel as one archive.
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOGS"

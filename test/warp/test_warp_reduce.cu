@@ -117,8 +117,12 @@ __global__ void dot_kernel(const float* q, const float* k, float* out)
   }
   const float all = Dot::AllDot(qs, ks);
   const float one = Dot::Dot(qs, ks);
-  if (lane == 0) { out[2 * token] = one; }
-  if (lane == Width - 1) { out[2 * token + 1] = all; }
+  if (lane == 0)
+  {
+    out[3 * token] = one;
+    out[3 * token + 1] = all;
+  }
+  if (lane == Width - 1) { out[3 * token + 2] = all; }
 }
 
 template <int Width, int Items>
@@ -128,7 +132,7 @@ void check_dot(std::mt19937_64& rng)
   constexpr int dim = Width * Items;
   const int tokens = 2 * block_threads / Width;
   const auto q = test::random_floats(rng, dim), k = test::random_floats(rng, std::size_t(tokens) * dim);
-  test::DeviceBuffer<float> d_q(q), d_k(k), d_out(2 * tokens);
+  test::DeviceBuffer<float> d_q(q), d_k(k), d_out(3 * tokens);
   dot_kernel<Width, Items><<<2, block_threads>>>(d_q.get(), d_k.get(), d_out.get());
   CUDA_CHECK_LAUNCH();
   const auto out = d_out.download();
@@ -136,8 +140,9 @@ void check_dot(std::mt19937_64& rng)
   {
     double ref = 0;
     for (int d = 0; d < dim; ++d) { ref += double(q[d]) * k[std::size_t(t) * dim + d]; }
-    REQUIRE(std::abs(out[2 * t] - ref) < 1e-4 * (1 + std::abs(ref)));
-    REQUIRE(out[2 * t + 1] == out[2 * t]); // same order, same bits
+    REQUIRE(std::abs(out[3 * t] - ref) < 1e-4 * (1 + std::abs(ref)));     // Dot, lane 0
+    REQUIRE(std::abs(out[3 * t + 1] - ref) < 1e-4 * (1 + std::abs(ref))); // AllDot
+    REQUIRE(out[3 * t + 2] == out[3 * t + 1]); // AllDot: every lane holds the same bits
   }
 }
 
