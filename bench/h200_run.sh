@@ -15,7 +15,7 @@ BUILD=${1:-build-h200}
 mkdir -p "$OUT"
 log() { echo "[h200_run] $*"; }
 
-if [ ! -f "$BUILD/CTestTestfile.cmake" ] && [ -d ".carry/$BUILD" ]; then mv ".carry/$BUILD" "$BUILD"; fi
+if [ ! -f "$BUILD/CTestTestfile.cmake" ] && [ -f ".carry/$BUILD.tgz" ]; then tar -xzf ".carry/$BUILD.tgz"; fi
 if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
   log "no carried build: configuring one here"
   catch2_dir=$PWD/.deps/catch2/usr/lib/cmake/Catch2

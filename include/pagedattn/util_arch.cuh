@@ -28,11 +28,11 @@ inline constexpr lane_mask_t full_lane_mask = 0xffffffffu;
 inline constexpr int log2_warp_threads = warp_threads == 64 ? 6 : 5;
 
 /// True for powers of two (logical warp widths, vector widths).
-constexpr bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+__host__ __device__ constexpr bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 /// Integer ceiling division.
 template <class T>
-constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
 
 namespace arch {
 

@@ -280,9 +280,10 @@ private:
         const int h = v / vectors_per_head;
         const float l = temp_.exp_sum[h];
         const float4 a = acc_[j];
-        // The empty softmax (no valid token) is defined as a zero output.
-        const float4 o = l > 0.f ? make_float4(__fdiv_rn(a.x, l), __fdiv_rn(a.y, l), __fdiv_rn(a.z, l), __fdiv_rn(a.w, l))
-                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+        // The empty softmax (no valid token) is defined as a zero output; a NaN exp_sum (a partition that
+        // found invalid input) stays NaN.
+        const float4 o = l == 0.f ? make_float4(0.f, 0.f, 0.f, 0.f)
+                                  : make_float4(__fdiv_rn(a.x, l), __fdiv_rn(a.y, l), __fdiv_rn(a.z, l), __fdiv_rn(a.w, l));
         write(h, v % vectors_per_head, o);
       }
     }

@@ -1,0 +1,241 @@
+#pragma once
+// dispatch_paged_attention: validates the arguments, picks the tuning policy (per compute capability),
+// the head size instantiation, the GQA head tiling and the path (single partition or partitioned with the
+// single-pass combine), sizes the temporary storage and launches.
+#include <pagedattn/agent/agent_paged_attention.cuh>
+#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
+#include <pagedattn/util_error.cuh>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace pagedattn {
+
+/// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
+template <class T>
+struct DecodeArguments {
+  T* output = nullptr;                 ///< [num_seqs][num_heads][head_size] (strides below)
+  std::int64_t output_seq_stride = 0;  ///< 0: num_heads * head_size
+  std::int64_t output_head_stride = 0; ///< 0: head_size
+  const T* query = nullptr;            ///< [num_seqs][num_heads][head_size]
+  std::int64_t query_seq_stride = 0;   ///< 0: num_heads * head_size
+  std::int64_t query_head_stride = 0;  ///< 0: head_size
+  const T* key_cache = nullptr;        ///< [num_blocks][num_kv_heads][head_size / x][block_size][x], x = 16 / sizeof(T)
+  const T* value_cache = nullptr;      ///< [num_blocks][num_kv_heads][head_size][block_size]
+  std::int64_t num_blocks = 0;         ///< cache blocks (bounds for block table entries)
+  const int* block_tables = nullptr;   ///< [num_seqs][max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  const int* seq_lens = nullptr;       ///< [num_seqs], on the device
+  int num_seqs = 0;
+  int max_seq_len = 0;                 ///< host-side upper bound of seq_lens
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_size = 0;
+  int block_size = 0;
+  float scale = 0.f;
+  const float* alibi_slopes = nullptr; ///< [num_heads] or null
+  unsigned* error_count = nullptr;     ///< optional: incremented once per thread block that met invalid data
+};
+
+/// Head sizes the library supports (and instantiates by default).
+using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 128, 192, 256>;
+/// Cache block sizes the library supports.
+inline constexpr int supported_block_sizes[] = {8, 16, 32};
+/// GQA heads computed by one thread block at most; larger groups are split into tiles.
+inline constexpr int max_heads_per_block = 8;
+
+namespace detail {
+
+template <class T, int HeadDim, int MaxHeads, class PolicyChain>
+__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, PolicyChain::device_policy::min_blocks_per_sm)
+paged_attention_kernel(const PagedAttentionParams<T> params)
+{
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
+  __shared__ typename Agent::TempStorage temp;
+  Agent(temp, params).Run();
+}
+
+/// Static shared memory of one thread block (for the policies' budget checks).
+template <class T, int HeadDim, int MaxHeads, class Policy>
+constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
+
+inline bool is_supported_block_size(int b) { return b == 8 || b == 16 || b == 32; }
+
+template <int... HeadDims>
+std::string list_head_dims(std::integer_sequence<int, HeadDims...>)
+{
+  std::string s;
+  ((s += (s.empty() ? "" : ", ") + std::to_string(HeadDims)), ...);
+  return s;
+}
+
+template <int... HeadDims>
+bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return ((h == HeadDims) || ...); }
+
+/// How a KV head's group of query heads is split over thread blocks.
+struct HeadTiling {
+  int head_tiles;     ///< blocks per (sequence, KV head, partition)
+  int heads_per_tile; ///< query heads per block (the last tile may have fewer)
+  int max_heads;      ///< the kernel instantiation: 1, 4 or 8
+};
+inline HeadTiling head_tiling(int gqa_ratio)
+{
+  const int tiles = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
+  const int per_tile = (gqa_ratio + tiles - 1) / tiles;
+  return {tiles, per_tile, per_tile == 1 ? 1 : per_tile <= 4 ? 4 : 8};
+}
+
+/// Host-side checks; every failure names the argument.
+template <class T, class HeadDims>
+cudaError_t validate(const DecodeArguments<T>& a)
+{
+  auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
+  if (a.num_seqs < 0) { return bad("num_seqs must be >= 0, got " + std::to_string(a.num_seqs)); }
+  if (a.max_seq_len < 0) { return bad("max_seq_len must be >= 0, got " + std::to_string(a.max_seq_len)); }
+  if (!contains_head_dim(HeadDims{}, a.head_size))
+  {
+    return bad("head_size " + std::to_string(a.head_size) + " is not supported (supported: " + list_head_dims(HeadDims{}) + ")");
+  }
+  if (!is_supported_block_size(a.block_size)) { return bad("block_size " + std::to_string(a.block_size) + " is not supported (8, 16, 32)"); }
+  if (a.num_kv_heads < 1) { return bad("num_kv_heads must be >= 1, got " + std::to_string(a.num_kv_heads)); }
+  if (a.num_heads < 1 || a.num_heads % a.num_kv_heads != 0)
+  {
+    return bad("num_heads (" + std::to_string(a.num_heads) + ") must be a positive multiple of num_kv_heads (" +
+               std::to_string(a.num_kv_heads) + ")");
+  }
+  if (a.max_blocks_per_seq < 1) { return bad("max_blocks_per_seq must be >= 1"); }
+  if (a.num_blocks < 1) { return bad("num_blocks must be >= 1"); }
+  if (static_cast<std::int64_t>(a.max_seq_len) > static_cast<std::int64_t>(a.max_blocks_per_seq) * a.block_size)
+  {
+    return bad("max_seq_len (" + std::to_string(a.max_seq_len) + ") exceeds max_blocks_per_seq * block_size");
+  }
+  if (!(a.scale == a.scale) || a.scale == INFINITY || a.scale == -INFINITY) { return bad("scale must be finite"); }
+  if (a.num_seqs == 0) { return cudaSuccess; }
+  if (!a.output) { return bad("output is null"); }
+  if (!a.query) { return bad("query is null"); }
+  if (!a.key_cache) { return bad("key_cache is null"); }
+  if (!a.value_cache) { return bad("value_cache is null"); }
+  if (!a.block_tables) { return bad("block_tables is null"); }
+  if (!a.seq_lens) { return bad("seq_lens is null"); }
+  if (reinterpret_cast<std::uintptr_t>(a.key_cache) % 16) { return bad("key_cache must be 16-byte aligned"); }
+  if (reinterpret_cast<std::uintptr_t>(a.value_cache) % 16) { return bad("value_cache must be 16-byte aligned"); }
+  if (a.query_head_stride < 0 || a.query_seq_stride < 0) { return bad("query strides must be >= 0"); }
+  if (a.output_head_stride < 0 || a.output_seq_stride < 0) { return bad("output strides must be >= 0"); }
+  return cudaSuccess;
+}
+
+template <class T, class PolicyChain, int HeadDim, int MaxHeads>
+void launch(const PagedAttentionParams<T>& params, unsigned grid, int block_threads, cudaStream_t stream)
+{
+  paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain><<<grid, block_threads, 0, stream>>>(params);
+}
+
+template <class T, class PolicyChain, int HeadDim>
+void launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, int block_threads, cudaStream_t stream)
+{
+  if (max_heads == 1) { launch<T, PolicyChain, HeadDim, 1>(params, grid, block_threads, stream); }
+  else if (max_heads == 4) { launch<T, PolicyChain, HeadDim, 4>(params, grid, block_threads, stream); }
+  else { launch<T, PolicyChain, HeadDim, 8>(params, grid, block_threads, stream); }
+}
+
+template <class T, class PolicyChain, int... HeadDims>
+void launch_head_dim(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, const PagedAttentionParams<T>& params,
+                     unsigned grid, int block_threads, cudaStream_t stream)
+{
+  ((head_size == HeadDims ? launch_heads<T, PolicyChain, HeadDims>(max_heads, params, grid, block_threads, stream) : void()), ...);
+}
+
+/// Shapes the launch derives from the arguments and the policy.
+struct DecodePlan {
+  int partition_tokens;
+  int max_partitions;
+  HeadTiling tiling;
+  std::size_t num_segments;
+  bool partitioned; ///< more than one partition possible: tickets, statuses, look-back
+  PartitionTileLayout layout;
+  std::size_t temp_bytes;
+};
+
+template <class Policy, class T>
+DecodePlan make_plan(const DecodeArguments<T>& a)
+{
+  DecodePlan plan{};
+  plan.partition_tokens = Policy::partition_tokens;
+  plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
+  plan.tiling = head_tiling(a.num_heads / a.num_kv_heads);
+  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.tiling.head_tiles;
+  plan.partitioned = plan.max_partitions > 1;
+  const std::size_t tiles = plan.partitioned ? plan.num_segments * plan.max_partitions : 0;
+  plan.layout = PartitionTileLayout(tiles, plan.tiling.heads_per_tile, a.head_size);
+  plan.temp_bytes = plan.partitioned ? plan.layout.total_bytes : 16; // never 0, so a real allocation exists
+  return plan;
+}
+
+template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims>
+cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T>& a,
+                                     cudaStream_t stream)
+{
+  PAGEDATTN_RETURN_IF_ERROR((validate<T, HeadDims>(a)));
+  int device = 0, major = 0, minor = 0;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
+
+  return PolicyChain::invoke(major * 10 + minor, [&](auto policy) -> cudaError_t {
+    using Policy = decltype(policy);
+    const DecodePlan plan = make_plan<Policy>(a);
+    if (d_temp_storage == nullptr)
+    {
+      temp_storage_bytes = plan.temp_bytes;
+      return cudaSuccess;
+    }
+    if (temp_storage_bytes < plan.temp_bytes)
+    {
+      return fail(cudaErrorInvalidValue, "pagedattn::Decode: temp_storage_bytes too small: " + std::to_string(temp_storage_bytes) +
+                                             " < " + std::to_string(plan.temp_bytes) + " required for these shapes");
+    }
+    if (a.num_seqs == 0) { return cudaSuccess; }
+    const std::size_t grid = plan.num_segments * plan.max_partitions;
+    if (grid > 0x7fffffffu) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: too many thread blocks (num_seqs * heads * partitions)"); }
+
+    PagedAttentionParams<T> p{};
+    p.query = a.query;
+    p.query_seq_stride = a.query_seq_stride ? a.query_seq_stride : std::int64_t(a.num_heads) * a.head_size;
+    p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
+    p.key_cache = a.key_cache;
+    p.value_cache = a.value_cache;
+    p.num_blocks = a.num_blocks;
+    p.block_tables = a.block_tables;
+    p.max_blocks_per_seq = a.max_blocks_per_seq;
+    p.seq_lens = a.seq_lens;
+    p.max_seq_len = a.max_seq_len;
+    p.num_kv_heads = a.num_kv_heads;
+    p.block_size = a.block_size;
+    p.scale = a.scale;
+    p.alibi_slopes = a.alibi_slopes;
+    p.output = a.output;
+    p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
+    p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
+    p.error_count = a.error_count;
+    p.heads_per_tile = plan.tiling.heads_per_tile;
+    p.head_tiles = plan.tiling.head_tiles;
+    p.gqa_ratio = a.num_heads / a.num_kv_heads;
+    p.partition_tokens = plan.partition_tokens;
+    p.max_partitions = plan.max_partitions;
+    p.use_tickets = plan.partitioned;
+    p.state = PartitionTileState::bind(d_temp_storage, plan.layout);
+
+    if (plan.partitioned)
+    {
+      // Init pass in the stream: ticket counter and tile statuses back to zero (captured by CUDA graphs).
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, plan.layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
+    }
+    launch_head_dim<T, PolicyChain>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid),
+                                    Policy::block_threads, stream);
+    return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
+  });
+}
+
+} // namespace detail
+} // namespace pagedattn

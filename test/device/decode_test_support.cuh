@@ -1,0 +1,361 @@
+#pragma once
+// Builds random paged-attention problems in vLLM's cache layout, runs DevicePagedAttention::Decode and
+// checks the result against an fp64 CPU reference. Shared by the per-dtype decode tests.
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include "support/test_support.cuh"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+namespace test {
+
+struct DecodeShape {
+  std::vector<int> seq_lens;
+  int num_heads = 8, num_kv_heads = 2, head_size = 128, block_size = 16;
+  bool alibi = false;
+  int spare_blocks = 3;         ///< unused cache blocks (filled with NaN: reading one shows)
+  std::int64_t min_block_id = 0; ///< place the sequences' blocks at ids >= this (large caches)
+  int reference_heads = -1;     ///< check only this many heads per sequence (first and last ones); -1 all
+  int max_seq_len_override = -1;
+};
+
+/// Fast deterministic uniform(-1, 1) floats, never 0: splitmix64 of (seed, index).
+inline float hash_uniform(std::uint64_t seed, std::uint64_t i)
+{
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const float u = static_cast<float>(z >> 40) * (1.f / 16777216.f); // [0, 1)
+  const float v = 2.f * u - 1.f;
+  return v == 0.f ? 0.5f : v;
+}
+
+template <class T>
+struct DecodeProblem {
+  using Traits = pagedattn::ElementTraits<T>;
+  static constexpr int x = pagedattn::elements_per_vector<T>;
+  DecodeShape shape;
+  int num_seqs = 0, max_blocks_per_seq = 0, max_seq_len = 0;
+  std::int64_t num_blocks = 0;
+  float scale = 0;
+  std::vector<T> query;
+  std::vector<int> block_tables;
+  std::vector<float> alibi;
+  // The cache lives on the device only; the host keeps the per-sequence K/V tokens for the reference.
+  std::vector<std::vector<float>> keys, values; // [seq][token * head_size * kv_heads ...] as T-rounded floats
+
+  std::int64_t block_elems() const { return std::int64_t(shape.num_kv_heads) * shape.head_size * shape.block_size; }
+};
+
+/// Generate the problem and upload the cache blocks that sequences use; other blocks hold NaN when the
+/// cache is small enough to fill (spare blocks, tokens past each sequence's end).
+template <class T>
+struct DeviceDecode {
+  DecodeProblem<T> prob;
+  T* d_key = nullptr;
+  T* d_value = nullptr;
+  DeviceBuffer<T> query, output;
+  DeviceBuffer<int> block_tables, seq_lens;
+  DeviceBuffer<float> alibi;
+  DeviceBuffer<unsigned> error_count;
+
+  DeviceDecode(const DecodeShape& s, std::uint64_t seed)
+      : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.num_heads * s.head_size),
+        block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
+        error_count(1)
+  {
+    upload_cache(seed);
+    CUDA_CHECK(cudaMemset(error_count.get(), 0, sizeof(unsigned)));
+  }
+  ~DeviceDecode()
+  {
+    cudaFree(d_key);
+    cudaFree(d_value);
+  }
+
+  static DecodeProblem<T> make(const DecodeShape& s, std::uint64_t seed)
+  {
+    DecodeProblem<T> p;
+    p.shape = s;
+    p.num_seqs = int(s.seq_lens.size());
+    p.max_seq_len = s.max_seq_len_override >= 0 ? s.max_seq_len_override
+                                                : std::max(0, *std::max_element(s.seq_lens.begin(), s.seq_lens.end()));
+    p.max_blocks_per_seq = std::max(1, (p.max_seq_len + s.block_size - 1) / s.block_size);
+    int used = 0;
+    for (int l : s.seq_lens) { used += std::max(0, (l + s.block_size - 1) / s.block_size); }
+    p.num_blocks = s.min_block_id + used + s.spare_blocks;
+    p.scale = 1.f / std::sqrt(float(s.head_size));
+    // Block ids: a random permutation of [min_block_id, min_block_id + used + spare), so that sequences'
+    // blocks are scattered; table slots past a sequence's blocks hold a valid but unrelated id.
+    std::vector<int> ids(std::size_t(used + s.spare_blocks));
+    std::iota(ids.begin(), ids.end(), int(s.min_block_id));
+    std::mt19937_64 rng(seed);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    p.block_tables.assign(std::size_t(p.num_seqs) * p.max_blocks_per_seq, ids.back());
+    std::size_t next = 0;
+    for (int q = 0; q < p.num_seqs; ++q)
+    {
+      const int nb = std::max(0, (s.seq_lens[q] + s.block_size - 1) / s.block_size);
+      for (int b = 0; b < nb; ++b) { p.block_tables[std::size_t(q) * p.max_blocks_per_seq + b] = ids[next++]; }
+    }
+    const std::size_t qn = std::size_t(p.num_seqs) * s.num_heads * s.head_size;
+    p.query.resize(qn);
+    for (std::size_t i = 0; i < qn; ++i) { p.query[i] = DecodeProblem<T>::Traits::from_float(3.f * hash_uniform(seed ^ 0x51, i)); }
+    if (s.alibi)
+    {
+      for (int h = 0; h < s.num_heads; ++h) { p.alibi.push_back(-std::pow(2.f, -8.f * (h + 1) / s.num_heads)); }
+    }
+    return p;
+  }
+
+  /// Value of element (token position, kv head, dim) of K or V for sequence q: a hash, rounded to T.
+  static float kv_value(std::uint64_t seed, int which, int q, std::int64_t pos, int kvh, int d, int kv_heads, int head_size)
+  {
+    const std::uint64_t i = ((std::uint64_t(q) * 4000003ull + pos) * kv_heads + kvh) * head_size + d;
+    return DecodeProblem<T>::Traits::to_float(DecodeProblem<T>::Traits::from_float(hash_uniform(seed * 2 + which, i)));
+  }
+
+  void upload_cache(std::uint64_t seed)
+  {
+    const auto& s = prob.shape;
+    const std::int64_t be = prob.block_elems();
+    const std::size_t bytes = std::size_t(prob.num_blocks) * be * sizeof(T);
+    CUDA_CHECK(cudaMalloc(&d_key, bytes));
+    CUDA_CHECK(cudaMalloc(&d_value, bytes));
+    if (s.min_block_id == 0)
+    {
+      CUDA_CHECK(cudaMemset(d_key, 0xFF, bytes)); // NaN everywhere a sequence's token does not live
+      CUDA_CHECK(cudaMemset(d_value, 0xFF, bytes));
+    }
+    const T nan = DecodeProblem<T>::Traits::from_float(std::nanf(""));
+    std::vector<T> kblk(be), vblk(be);
+    for (int q = 0; q < prob.num_seqs; ++q)
+    {
+      const int len = s.seq_lens[q];
+      const int nb = std::max(0, (len + s.block_size - 1) / s.block_size);
+      for (int b = 0; b < nb; ++b)
+      {
+        const int id = prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b];
+        for (int kvh = 0; kvh < s.num_kv_heads; ++kvh)
+        {
+          for (int t = 0; t < s.block_size; ++t)
+          {
+            const std::int64_t pos = std::int64_t(b) * s.block_size + t;
+            for (int d = 0; d < s.head_size; ++d)
+            {
+              const bool live = pos < len;
+              const float kf = live ? kv_value(seed, 0, q, pos, kvh, d, s.num_kv_heads, s.head_size) : 0.f;
+              const float vf = live ? kv_value(seed, 1, q, pos, kvh, d, s.num_kv_heads, s.head_size) : 0.f;
+              // K: [kv_head][d / x][t][d % x];  V: [kv_head][d][t]
+              const std::size_t ko = (std::size_t(kvh) * (s.head_size / DecodeProblem<T>::x) + d / DecodeProblem<T>::x) * s.block_size * DecodeProblem<T>::x +
+                                     std::size_t(t) * DecodeProblem<T>::x + d % DecodeProblem<T>::x;
+              const std::size_t vo = (std::size_t(kvh) * s.head_size + d) * s.block_size + t;
+              kblk[ko] = live ? DecodeProblem<T>::Traits::from_float(kf) : nan;
+              vblk[vo] = live ? DecodeProblem<T>::Traits::from_float(vf) : nan;
+            }
+          }
+        }
+        CUDA_CHECK(cudaMemcpy(d_key + std::size_t(id) * be, kblk.data(), be * sizeof(T), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_value + std::size_t(id) * be, vblk.data(), be * sizeof(T), cudaMemcpyHostToDevice));
+      }
+    }
+    seed_ = seed;
+  }
+
+  pagedattn::DecodeArguments<T> arguments()
+  {
+    const auto& s = prob.shape;
+    pagedattn::DecodeArguments<T> a;
+    a.output = output.get();
+    a.query = query.get();
+    a.key_cache = d_key;
+    a.value_cache = d_value;
+    a.num_blocks = prob.num_blocks;
+    a.block_tables = block_tables.get();
+    a.max_blocks_per_seq = prob.max_blocks_per_seq;
+    a.seq_lens = seq_lens.get();
+    a.num_seqs = prob.num_seqs;
+    a.max_seq_len = prob.max_seq_len;
+    a.num_heads = s.num_heads;
+    a.num_kv_heads = s.num_kv_heads;
+    a.head_size = s.head_size;
+    a.block_size = s.block_size;
+    a.scale = prob.scale;
+    a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
+    a.error_count = error_count.get();
+    return a;
+  }
+
+  /// Poison the output, run Decode (sizing and allocating temp storage), return the output.
+  template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies>
+  std::vector<T> run(cudaStream_t stream = 0)
+  {
+    const auto a = arguments();
+    std::size_t bytes = 0;
+    REQUIRE(pagedattn::DevicePagedAttention::Decode<PolicyChain>(nullptr, bytes, a) == cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    output.poison();
+    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain>(temp.get(), bytes, a, stream);
+    INFO(pagedattn::last_error_message());
+    REQUIRE(err == cudaSuccess);
+    CUDA_CHECK_LAUNCH();
+    return output.download();
+  }
+
+  /// fp64 reference of one (sequence, head).
+  std::vector<double> reference(int q, int h) const
+  {
+    const auto& s = prob.shape;
+    const int len = s.seq_lens[q];
+    const int kvh = h / (s.num_heads / s.num_kv_heads);
+    std::vector<double> qv(s.head_size);
+    for (int d = 0; d < s.head_size; ++d)
+    {
+      qv[d] = DecodeProblem<T>::Traits::to_float(prob.query[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
+    }
+    std::vector<double> scores(std::max(0, len));
+    double m = -INFINITY;
+    std::vector<float> krow(s.head_size);
+    for (int t = 0; t < len; ++t)
+    {
+      double acc = 0;
+      for (int d = 0; d < s.head_size; ++d) { acc += qv[d] * kv_value(seed_, 0, q, t, kvh, d, s.num_kv_heads, s.head_size); }
+      acc *= prob.scale;
+      if (s.alibi) { acc += double(prob.alibi[h]) * (t - len + 1); }
+      scores[t] = acc;
+      m = std::max(m, acc);
+    }
+    std::vector<double> out(s.head_size, 0.0);
+    if (len <= 0) { return out; }
+    double l = 0;
+    for (int t = 0; t < len; ++t)
+    {
+      const double p = std::exp(scores[t] - m);
+      l += p;
+      for (int d = 0; d < s.head_size; ++d) { out[d] += p * kv_value(seed_, 1, q, t, kvh, d, s.num_kv_heads, s.head_size); }
+    }
+    for (auto& v : out) { v /= l; }
+    return out;
+  }
+
+  /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
+  std::vector<int> checked_heads() const
+  {
+    const auto& s = prob.shape;
+    std::vector<int> heads;
+    if (s.reference_heads < 0 || s.reference_heads >= s.num_heads)
+    {
+      for (int h = 0; h < s.num_heads; ++h) { heads.push_back(h); }
+    }
+    else
+    {
+      for (int i = 0; i < s.reference_heads; ++i) { heads.push_back(i % 2 ? s.num_heads - 1 - i / 2 : i / 2); }
+    }
+    return heads;
+  }
+
+  /// Worst relative L2 error over the checked (sequence, head) pairs; zero-length sequences must be 0.
+  double worst_error(const std::vector<T>& out) const
+  {
+    const auto& s = prob.shape;
+    double worst = 0;
+    std::vector<std::pair<int, int>> work;
+    for (int q = 0; q < prob.num_seqs; ++q) { for (int h : checked_heads()) { work.push_back({q, h}); } }
+    std::vector<double> errs(work.size());
+    // The reference is the slow part for long sequences: spread it over the host's cores.
+    const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < threads; ++w)
+    {
+      pool.emplace_back([&, w] {
+        for (std::size_t i = w; i < work.size(); i += threads)
+        {
+          const auto [q, h] = work[i];
+          const auto ref = reference(q, h);
+          std::vector<float> got(s.head_size);
+          for (int d = 0; d < s.head_size; ++d)
+          {
+            got[d] = DecodeProblem<T>::Traits::to_float(out[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
+          }
+          if (s.seq_lens[q] == 0)
+          {
+            errs[i] = std::all_of(got.begin(), got.end(), [](float v) { return v == 0.f; }) ? 0.0 : INFINITY;
+          }
+          else { errs[i] = relative_l2_error(got, ref); }
+        }
+      });
+    }
+    for (auto& t : pool) { t.join(); }
+    for (double e : errs) { worst = std::max(worst, std::isnan(e) ? INFINITY : e); }
+    return worst;
+  }
+
+private:
+  std::uint64_t seed_ = 0;
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3; }
+
+template <class T>
+bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b)
+{
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+/// Run one shape and require the worst error under the dtype's tolerance; returns the error.
+template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies>
+double check_decode(const DecodeShape& s, std::uint64_t seed)
+{
+  DeviceDecode<T> dd(s, seed);
+  const auto out = dd.template run<PolicyChain>();
+  const double err = dd.worst_error(out);
+  INFO(pagedattn::ElementTraits<T>::name << " heads " << s.num_heads << "/" << s.num_kv_heads << " head_size " << s.head_size
+                                         << " block " << s.block_size << " alibi " << s.alibi << " seqs " << s.seq_lens.size()
+                                         << " max_len " << dd.prob.max_seq_len << ": worst rel L2 " << err);
+  REQUIRE(err < tolerance<T>());
+  unsigned errors = 0;
+  CUDA_CHECK(cudaMemcpy(&errors, dd.error_count.get(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+  REQUIRE(errors == 0);
+  return err;
+}
+
+/// The lengths the issue asks for (1M and 100K are separate, larger tests).
+inline std::vector<int> matrix_lengths()
+{
+  if (reduced_matrix()) { return {1, 17, 513, 0}; }
+  return {1, 15, 16, 17, 511, 512, 513, 1000, 4097, 0, 300};
+}
+
+/// Every head size x block size, GQA ratios cycling through 1, 4, 6, 8 (and ALiBi on and off), each a
+/// mixed-length batch; prints the worst error of the dtype.
+template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies>
+void run_matrix(std::uint64_t seed)
+{
+  const int ratios[] = {1, 4, 6, 8};
+  int combo = 0;
+  double worst = 0;
+  for (int head_size : {64, 80, 96, 112, 128, 192, 256})
+  {
+    for (int block_size : {8, 16, 32})
+    {
+      if (reduced_matrix() && combo % 5 != 0) { ++combo; continue; }
+      DecodeShape s;
+      s.head_size = head_size;
+      s.block_size = block_size;
+      s.num_kv_heads = 2;
+      s.num_heads = 2 * ratios[combo % 4];
+      s.alibi = (combo / 4) % 2 == 1;
+      s.seq_lens = matrix_lengths();
+      worst = std::max(worst, check_decode<T, PolicyChain>(s, seed + combo));
+      ++combo;
+    }
+  }
+  std::printf("[%s] worst relative L2 error over the matrix: %.3g\n", pagedattn::ElementTraits<T>::name, worst);
+}
+
+} // namespace test

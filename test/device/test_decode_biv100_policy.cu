@@ -1,0 +1,13 @@
+// The BI-V100 policy's tile configuration, instantiated on NVIDIA (32-lane warps), passes the same
+// correctness matrix as the default policies.
+#include "device/decode_test_support.cuh"
+
+using BIV100 = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
+
+TEST_CASE("decode with the BI-V100 policy: fp16 matrix", "[decode][gpu][biv100]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed() + 2000;
+  INFO("seed " << seed);
+  test::run_matrix<__half, BIV100>(seed);
+}

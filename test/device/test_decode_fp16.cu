@@ -1,0 +1,221 @@
+// GPU tests of DevicePagedAttention::Decode for fp16 (the primary type): the full matrix, every GQA ratio,
+// long sequences (100K, 1M), a cache over 4 GiB, determinism, graph replay and invalid device data.
+#include "device/decode_test_support.cuh"
+
+using T = __half;
+
+TEST_CASE("decode fp16: head sizes x block sizes x GQA x lengths, mixed batches", "[decode][gpu][fp16]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed();
+  INFO("seed " << seed);
+  test::run_matrix<T>(seed);
+}
+
+TEST_CASE("decode fp16: every GQA ratio from 1 to 16", "[decode][gpu][fp16]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed() + 100;
+  INFO("seed " << seed);
+  const std::vector<int> ratios = test::reduced_matrix() ? std::vector<int>{3, 12} : std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16};
+  for (int ratio : ratios)
+  {
+    for (int head_size : {128, 256})
+    {
+      test::DecodeShape s;
+      s.num_kv_heads = 2;
+      s.num_heads = 2 * ratio;
+      s.head_size = head_size;
+      s.seq_lens = {700, 33, 1};
+      test::check_decode<T>(s, seed + ratio);
+    }
+  }
+}
+
+TEST_CASE("decode fp16: Qwen3.6 shape, 100000 tokens", "[decode][gpu][fp16][long]")
+{
+  test::require_gpu_or_skip();
+  if (test::reduced_matrix()) { return; }
+  test::DecodeShape s;
+  s.num_heads = 24;
+  s.num_kv_heads = 4;
+  s.head_size = 256;
+  s.block_size = 16;
+  s.seq_lens = {100000};
+  test::check_decode<T>(s, test::test_seed() + 200);
+}
+
+TEST_CASE("decode fp16: 1,000,000 tokens", "[decode][gpu][fp16][long]")
+{
+  test::require_gpu_or_skip();
+  if (test::reduced_matrix()) { return; }
+  test::DecodeShape s;
+  s.num_heads = 6;
+  s.num_kv_heads = 1;
+  s.head_size = 128;
+  s.block_size = 32;
+  s.seq_lens = {1000000};
+  s.reference_heads = 2;
+  test::check_decode<T>(s, test::test_seed() + 300);
+}
+
+TEST_CASE("decode fp16: a cache larger than 4 GiB (64-bit offsets)", "[decode][gpu][fp16][long]")
+{
+  test::require_gpu_or_skip();
+  if (test::reduced_matrix()) { return; }
+  test::DecodeShape s;
+  s.num_heads = 8;
+  s.num_kv_heads = 1;
+  s.head_size = 128;
+  s.block_size = 16;
+  s.seq_lens = {5000, 77};
+  // One block is 1 * 128 * 16 * 2 bytes = 4 KiB: ids from 1.2M up put every used block past 4.9 GB.
+  s.min_block_id = 1200000;
+  test::check_decode<T>(s, test::test_seed() + 400);
+}
+
+TEST_CASE("decode fp16: a sequence's output is bitwise the same in any batch and over 20 launches", "[decode][gpu][fp16]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed() + 500;
+  INFO("seed " << seed);
+  for (int len : {200, 300, 5000}) // 200: the single-partition path alone, the partitioned path in the batch
+  {
+    INFO("length " << len);
+    test::DecodeShape alone;
+    alone.num_heads = 12;
+    alone.num_kv_heads = 2;
+    alone.head_size = 128;
+    alone.seq_lens = {len};
+    test::DecodeShape batched = alone; // the shared sequence is sequence 0 of both: same data
+    batched.seq_lens = {len, 9000, 17, 1};
+    test::DeviceDecode<T> a(alone, seed), b(batched, seed);
+    const auto out_a = a.run();
+    const auto out_b = b.run();
+    const std::size_t n = std::size_t(alone.num_heads) * alone.head_size;
+    REQUIRE(std::memcmp(out_a.data(), out_b.data(), n * sizeof(T)) == 0);
+    REQUIRE(a.worst_error(out_a) < test::tolerance<T>());
+    const int launches = test::reduced_matrix() ? 2 : 20;
+    for (int i = 0; i < launches; ++i) { REQUIRE(test::bitwise_equal(b.run(), out_b)); }
+  }
+}
+
+TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][graph]")
+{
+  test::require_gpu_or_skip();
+  test::DecodeShape s;
+  s.num_heads = 24;
+  s.num_kv_heads = 4;
+  s.head_size = 256;
+  s.seq_lens = {3000, 1, 700};
+  test::DeviceDecode<T> dd(s, test::test_seed() + 600);
+  const auto expected = dd.run();
+  REQUIRE(dd.worst_error(expected) < test::tolerance<T>());
+
+  const auto args = dd.arguments();
+  std::size_t bytes = 0;
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  test::DeviceBuffer<char> temp(bytes);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(temp.get(), bytes, args, stream) == cudaSuccess);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 10; ++replay)
+  {
+    dd.output.poison();
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    REQUIRE(test::bitwise_equal(dd.output.download(), expected));
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("decode fp16: invalid device data gives NaN for that sequence and an error count, nothing else", "[decode][gpu][fp16][invalid]")
+{
+  test::require_gpu_or_skip();
+  test::DecodeShape s;
+  s.num_heads = 8;
+  s.num_kv_heads = 2;
+  s.head_size = 128;
+  s.seq_lens = {600, 0, 40, 100};
+  test::DeviceDecode<T> dd(s, test::test_seed() + 700);
+  const auto good = dd.run();
+  REQUIRE(dd.worst_error(good) < test::tolerance<T>()); // includes: seq_len 0 gives zeros
+
+  // Corrupt: sequence 0 gets a block id past the cache, sequence 2 a negative one, and sequence 3 a
+  // seq_len beyond its block table (max_blocks_per_seq * block_size).
+  auto tables = dd.prob.block_tables;
+  tables[0 * dd.prob.max_blocks_per_seq + 20] = int(dd.prob.num_blocks) + 5;
+  tables[2 * dd.prob.max_blocks_per_seq + 1] = -3;
+  dd.block_tables.upload(tables);
+  auto lens = s.seq_lens;
+  lens[3] = dd.prob.max_blocks_per_seq * s.block_size + 1;
+  dd.seq_lens.upload(lens);
+  auto args = dd.arguments();
+  args.max_seq_len = dd.prob.max_blocks_per_seq * s.block_size; // host bound stays consistent
+  std::size_t bytes = 0;
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  test::DeviceBuffer<char> temp(bytes);
+  CUDA_CHECK(cudaMemset(dd.error_count.get(), 0, sizeof(unsigned)));
+  dd.output.poison();
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(temp.get(), bytes, args) == cudaSuccess);
+  CUDA_CHECK_LAUNCH();
+  const auto out = dd.output.download();
+  const std::size_t per_seq = std::size_t(s.num_heads) * s.head_size;
+  auto all_nan = [&](int q) {
+    for (std::size_t i = 0; i < per_seq; ++i) { if (!std::isnan(__half2float(out[q * per_seq + i]))) { return false; } }
+    return true;
+  };
+  CHECK(all_nan(0));
+  CHECK(all_nan(2));
+  CHECK(all_nan(3));
+  for (std::size_t i = 0; i < per_seq; ++i) { REQUIRE(__half2float(out[1 * per_seq + i]) == 0.f); } // seq_len 0
+  unsigned errors = 0;
+  CUDA_CHECK(cudaMemcpy(&errors, dd.error_count.get(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CHECK(errors > 0);
+  CHECK(errors <= 3u * 2u * 8u); // at most one per (sequence, KV head, partition) block
+}
+
+TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming the argument", "[decode][gpu][fp16][invalid]")
+{
+  test::require_gpu_or_skip();
+  test::DecodeShape s;
+  s.seq_lens = {100};
+  test::DeviceDecode<T> dd(s, 1);
+  std::size_t bytes = 0;
+  auto expect_error = [&](pagedattn::DecodeArguments<T> a, const char* name) {
+    INFO("argument " << name);
+    std::size_t b = 1 << 20;
+    test::DeviceBuffer<char> temp(b);
+    CHECK(pagedattn::DevicePagedAttention::Decode(temp.get(), b, a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find(name) != std::string::npos);
+  };
+  auto a = dd.arguments();
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a) == cudaSuccess);
+  { auto b = a; b.query = nullptr; expect_error(b, "query"); }
+  { auto b = a; b.key_cache = nullptr; expect_error(b, "key_cache"); }
+  { auto b = a; b.value_cache = nullptr; expect_error(b, "value_cache"); }
+  { auto b = a; b.output = nullptr; expect_error(b, "output"); }
+  { auto b = a; b.block_tables = nullptr; expect_error(b, "block_tables"); }
+  { auto b = a; b.seq_lens = nullptr; expect_error(b, "seq_lens"); }
+  { auto b = a; b.head_size = 100; expect_error(b, "head_size"); }
+  { auto b = a; b.block_size = 12; expect_error(b, "block_size"); }
+  { auto b = a; b.num_heads = 7; expect_error(b, "num_heads"); }
+  { auto b = a; b.max_seq_len = -1; expect_error(b, "max_seq_len"); }
+  { auto b = a; b.key_cache = reinterpret_cast<const T*>(reinterpret_cast<const char*>(a.key_cache) + 2); expect_error(b, "key_cache"); }
+  {
+    std::size_t small = 8;
+    test::DeviceBuffer<char> temp(small);
+    auto b = a;
+    b.max_seq_len = 4000;
+    b.max_blocks_per_seq = 1000;
+    CHECK(pagedattn::DevicePagedAttention::Decode(temp.get(), small, b) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find("temp_storage_bytes") != std::string::npos);
+  }
+}

@@ -1,0 +1,151 @@
+// Host tests (CI) of the dispatch's host-side logic: the policies' static limits, the GQA head tiling,
+// the launch plan and the argument validation.
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include "support/test_support.cuh"
+
+namespace {
+
+template <class Policy, class T, int HeadDim, int MaxHeads>
+void check_limits()
+{
+  INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << " head " << HeadDim << " max heads " << MaxHeads);
+  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
+  CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
+  CHECK(HeadDim % Agent::x == 0);                                    // key slices divide the head size
+  CHECK(Agent::chunks_per_lane * Agent::qk_width >= Agent::chunks);  // every slice has a lane
+  CHECK(Agent::group_tokens % Agent::tokens_per_pass == 0);
+  CHECK(Policy::partition_tokens % 32 == 0);                         // partitions never split a cache block
+}
+
+template <class Policy, class T, int... HeadDims>
+void check_policy(std::integer_sequence<int, HeadDims...>)
+{
+  (check_limits<Policy, T, HeadDims, 1>(), ...);
+  (check_limits<Policy, T, HeadDims, 4>(), ...);
+  (check_limits<Policy, T, HeadDims, 8>(), ...);
+}
+
+template <class Policy>
+void check_all_types()
+{
+  check_policy<Policy, __half>(pagedattn::SupportedHeadDims{});
+  check_policy<Policy, __nv_bfloat16>(pagedattn::SupportedHeadDims{});
+  check_policy<Policy, float>(pagedattn::SupportedHeadDims{});
+}
+
+pagedattn::DecodeArguments<__half> valid_arguments()
+{
+  static __half dummy[64] alignas(16);
+  static int ints[4];
+  pagedattn::DecodeArguments<__half> a;
+  a.output = dummy;
+  a.query = dummy;
+  a.key_cache = dummy;
+  a.value_cache = dummy;
+  a.num_blocks = 100;
+  a.block_tables = ints;
+  a.max_blocks_per_seq = 10;
+  a.seq_lens = ints;
+  a.num_seqs = 2;
+  a.max_seq_len = 100;
+  a.num_heads = 24;
+  a.num_kv_heads = 4;
+  a.head_size = 256;
+  a.block_size = 16;
+  a.scale = 0.0625f;
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("policies: shared memory within budget, threads a multiple of the warp, tiles divide the head", "[policy][host]")
+{
+  check_all_types<pagedattn::PagedAttentionPolicyBIV100>();
+  check_all_types<pagedattn::PagedAttentionPolicySm80>();
+  check_all_types<pagedattn::PagedAttentionPolicySm90>();
+  CHECK(pagedattn::PagedAttentionPolicyBIV100::smem_budget_bytes == 48 * 1024);
+  CHECK(pagedattn::PagedAttentionPolicyBIV100::partition_tokens == 512);
+}
+
+TEST_CASE("policy chain: sm_90 from compute capability 9.0, sm_80 below", "[policy][host]")
+{
+  auto name = [](int cc) { return pagedattn::DefaultPagedAttentionPolicies::invoke(cc, [](auto p) { return std::string(p.name); }); };
+  CHECK(name(80) == "sm80");
+  CHECK(name(86) == "sm80");
+  CHECK(name(89) == "sm80");
+  CHECK(name(90) == "sm90");
+  CHECK(name(100) == "sm90");
+  CHECK(pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>::invoke(90, [](auto p) { return std::string(p.name); }) == "bi_v100");
+}
+
+TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1, 4, 8", "[policy][host]")
+{
+  for (int ratio = 1; ratio <= 32; ++ratio)
+  {
+    INFO("ratio " << ratio);
+    const auto t = pagedattn::detail::head_tiling(ratio);
+    CHECK(t.heads_per_tile <= t.max_heads);
+    CHECK(t.max_heads <= pagedattn::max_heads_per_block);
+    CHECK(t.head_tiles * t.heads_per_tile >= ratio);
+    CHECK((t.head_tiles - 1) * t.heads_per_tile < ratio); // no empty tile
+  }
+  CHECK(pagedattn::detail::head_tiling(6).head_tiles == 1);
+  CHECK(pagedattn::detail::head_tiling(8).head_tiles == 1);
+  CHECK(pagedattn::detail::head_tiling(16).head_tiles == 2);
+}
+
+TEST_CASE("launch plan: partitions from the sequence length and the policy only", "[policy][host]")
+{
+  using P = pagedattn::PagedAttentionPolicySm90;
+  auto a = valid_arguments();
+  a.max_seq_len = P::partition_tokens;
+  auto plan = pagedattn::detail::make_plan<P>(a);
+  CHECK_FALSE(plan.partitioned);
+  CHECK(plan.max_partitions == 1);
+  a.max_seq_len = P::partition_tokens + 1;
+  a.max_blocks_per_seq = 1000;
+  plan = pagedattn::detail::make_plan<P>(a);
+  CHECK(plan.partitioned);
+  CHECK(plan.max_partitions == 2);
+  CHECK(plan.partition_tokens == P::partition_tokens);
+  CHECK(plan.num_segments == 2u * 4u);
+  CHECK(plan.temp_bytes >= plan.layout.total_bytes);
+  a.max_seq_len = 1000000;
+  a.max_blocks_per_seq = 1000000 / 16;
+  CHECK(pagedattn::detail::make_plan<P>(a).max_partitions == (1000000 + P::partition_tokens - 1) / P::partition_tokens);
+}
+
+TEST_CASE("validation: each bad argument is named", "[policy][host]")
+{
+  using pagedattn::SupportedHeadDims;
+  auto expect = [](pagedattn::DecodeArguments<__half> a, const char* name) {
+    INFO("argument " << name);
+    CHECK(pagedattn::detail::validate<__half, SupportedHeadDims>(a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find(name) != std::string::npos);
+  };
+  CHECK(pagedattn::detail::validate<__half, SupportedHeadDims>(valid_arguments()) == cudaSuccess);
+  { auto a = valid_arguments(); a.query = nullptr; expect(a, "query"); }
+  { auto a = valid_arguments(); a.output = nullptr; expect(a, "output"); }
+  { auto a = valid_arguments(); a.key_cache = nullptr; expect(a, "key_cache"); }
+  { auto a = valid_arguments(); a.value_cache = nullptr; expect(a, "value_cache"); }
+  { auto a = valid_arguments(); a.block_tables = nullptr; expect(a, "block_tables"); }
+  { auto a = valid_arguments(); a.seq_lens = nullptr; expect(a, "seq_lens"); }
+  { auto a = valid_arguments(); a.head_size = 48; expect(a, "head_size"); }
+  { auto a = valid_arguments(); a.block_size = 64; expect(a, "block_size"); }
+  { auto a = valid_arguments(); a.num_heads = 25; expect(a, "num_heads"); }
+  { auto a = valid_arguments(); a.num_kv_heads = 0; expect(a, "num_kv_heads"); }
+  { auto a = valid_arguments(); a.max_seq_len = -5; expect(a, "max_seq_len"); }
+  { auto a = valid_arguments(); a.max_seq_len = 161; expect(a, "max_seq_len"); } // > 10 blocks * 16
+  { auto a = valid_arguments(); a.num_seqs = -1; expect(a, "num_seqs"); }
+  { auto a = valid_arguments(); a.scale = INFINITY; expect(a, "scale"); }
+  { auto a = valid_arguments(); a.value_cache = reinterpret_cast<const __half*>(reinterpret_cast<const char*>(a.value_cache) + 8); expect(a, "value_cache"); }
+  {
+    using Only256 = std::integer_sequence<int, 256>;
+    auto a = valid_arguments();
+    a.head_size = 128; // supported by the library, not by this instantiation
+    CHECK(pagedattn::detail::validate<__half, Only256>(a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find("head_size 128") != std::string::npos);
+  }
+}
