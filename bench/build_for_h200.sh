@@ -13,5 +13,6 @@ git diff --quiet HEAD -- include test bench examples || echo "$(git rev-parse HE
 echo "$PWD" >build-h200/SOURCE_DIR
 rm -rf .carry/build-h200 && mkdir -p .carry
 rsync -a --exclude CMakeFiles --exclude '*.o' --exclude '.ninja_*' --exclude install_prefix --exclude install_consumer_build build-h200/ .carry/build-h200/
+mkdir -p .carry/build-h200/CMakeFiles && cp -r build-h200/CMakeFiles/Export .carry/build-h200/CMakeFiles/ # install rules
 tar -C .carry -czf .carry/build-h200.tgz build-h200 && rm -rf .carry/build-h200
 du -sh .carry/build-h200.tgz

@@ -42,7 +42,7 @@ log "device: $gpu; commit $commit"
 # ---- 2. every test --------------------------------------------------------------------------------------
 {
   echo "# ctest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
-  (cd "$src/$BUILD" 2>/dev/null || cd "$BUILD"; ctest --output-on-failure --timeout 900 2>&1)
+  (cd "$src/$BUILD" 2>/dev/null || cd "$BUILD"; PAGEDATTN_TEST_REPORT="$LOGS/errors.txt" ctest --output-on-failure --timeout 900 2>&1)
 } | tee "$OUT/h200-tests.txt" | tail -25
 ctest_rc=${PIPESTATUS[0]}
 
@@ -89,6 +89,13 @@ summary = {
   "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2)) if m else None,
   "sanitizer": [{"tool": t, "binary": b, "errors": e.split("=")[1], "rc": r.split("=")[1]} for t, b, e, r in san],
 }
+errs = pathlib.Path(out, "logs", "errors.txt")
+worst = {}
+if errs.exists():
+  for line in errs.read_text().splitlines():
+    dtype, *what, e = line.split()
+    worst[dtype] = max(worst.get(dtype, 0.0), float(e))
+summary["worst_rel_l2_by_dtype"] = worst
 summary["sanitizer_errors_total"] = sum(int(s["errors"]) for s in summary["sanitizer"] if s["errors"].isdigit())
 pathlib.Path(out, "summary.json").write_text(json.dumps(summary, indent=1))
 print(json.dumps({k: v for k, v in summary.items() if k != "sanitizer"}))

@@ -298,6 +298,21 @@ private:
   std::uint64_t seed_ = 0;
 };
 
+/// Print a measured error, and append it to $PAGEDATTN_TEST_REPORT when set (the device run collects
+/// the per-dtype worst errors from there).
+inline void report(const char* what, const char* dtype, double error)
+{
+  std::printf("[%s] %s: worst relative L2 error %.3g\n", dtype, what, error);
+  if (const char* path = std::getenv("PAGEDATTN_TEST_REPORT"))
+  {
+    if (FILE* f = std::fopen(path, "a"))
+    {
+      std::fprintf(f, "%s %s %.6g\n", dtype, what, error);
+      std::fclose(f);
+    }
+  }
+}
+
 template <class T>
 double tolerance() { return std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3; }
 
@@ -318,6 +333,7 @@ double check_decode(const DecodeShape& s, std::uint64_t seed)
                                          << " block " << s.block_size << " alibi " << s.alibi << " seqs " << s.seq_lens.size()
                                          << " max_len " << dd.prob.max_seq_len << ": worst rel L2 " << err);
   REQUIRE(err < tolerance<T>());
+  report(s.seq_lens.size() == 1 ? ("single sequence of " + std::to_string(s.seq_lens[0])).c_str() : "batch", pagedattn::ElementTraits<T>::name, err);
   unsigned errors = 0;
   CUDA_CHECK(cudaMemcpy(&errors, dd.error_count.get(), sizeof(unsigned), cudaMemcpyDeviceToHost));
   REQUIRE(errors == 0);
@@ -355,7 +371,7 @@ void run_matrix(std::uint64_t seed)
       ++combo;
     }
   }
-  std::printf("[%s] worst relative L2 error over the matrix: %.3g\n", pagedattn::ElementTraits<T>::name, worst);
+  report("matrix", pagedattn::ElementTraits<T>::name, worst);
 }
 
 } // namespace test
