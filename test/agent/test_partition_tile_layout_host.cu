@@ -5,29 +5,41 @@
 
 using pagedattn::PartitionTileLayout;
 
-TEST_CASE("tile layout: aligned, disjoint regions sized for every tile", "[combine][host]")
+TEST_CASE("tile layout: aligned, disjoint regions sized for every tile and group", "[combine][host]")
 {
-  for (std::size_t tiles : {std::size_t(1), std::size_t(7), std::size_t(784), std::size_t(1) << 20})
+  for (std::size_t segments : {std::size_t(1), std::size_t(7), std::size_t(256), std::size_t(1) << 14})
   {
-    for (int heads : {1, 6, 8})
+    for (int max_partitions : {1, 2, 16, 17, 196, 2048})
     {
-      for (int head_dim : {64, 80, 256})
+      for (int heads : {1, 6, 8})
       {
-        INFO(tiles << " tiles, " << heads << " heads, head_dim " << head_dim);
-        const PartitionTileLayout l(tiles, heads, head_dim);
-        const std::size_t stats = tiles * heads * 2 * sizeof(float), values = tiles * heads * head_dim * sizeof(float);
-        for (std::size_t off : {l.status_offset, l.agg_stats_offset, l.agg_values_offset, l.inc_stats_offset, l.inc_values_offset})
+        const int head_dim = 256;
+        INFO(segments << " segments, " << max_partitions << " partitions, " << heads << " heads");
+        const PartitionTileLayout l(segments, max_partitions, heads, head_dim);
+        const std::size_t tiles = segments * max_partitions;
+        const std::size_t groups = segments * l.max_groups;
+        CHECK(l.max_groups == (max_partitions + pagedattn::partition_group_size - 1) / pagedattn::partition_group_size);
+        for (std::size_t off : {l.arrivals_offset, l.status_offset, l.tile_stats_offset, l.tile_values_offset, l.group_stats_offset,
+                                l.group_values_offset, l.total_bytes})
         {
           CHECK(off % PartitionTileLayout::alignment == 0);
         }
-        CHECK(l.status_offset >= l.ticket_offset + sizeof(unsigned));
-        CHECK(l.reset_bytes == l.status_offset + tiles * sizeof(unsigned));
-        CHECK(l.agg_stats_offset >= l.reset_bytes);
-        CHECK(l.agg_values_offset >= l.agg_stats_offset + stats);
-        CHECK(l.inc_stats_offset >= l.agg_values_offset + values);
-        CHECK(l.inc_values_offset >= l.inc_stats_offset + stats);
-        CHECK(l.total_bytes >= l.inc_values_offset + values);
-        CHECK(l.total_bytes < l.inc_values_offset + values + PartitionTileLayout::alignment);
+        CHECK(l.arrivals_offset >= l.ticket_offset + sizeof(unsigned));
+        CHECK(l.status_offset >= l.arrivals_offset + groups * sizeof(unsigned));
+        CHECK(l.reset_bytes == l.status_offset + groups * sizeof(unsigned)); // ticket..statuses, zeroed per launch
+        CHECK(l.tile_stats_offset >= l.reset_bytes);
+        CHECK(l.tile_values_offset >= l.tile_stats_offset + tiles * heads * 2 * sizeof(float));
+        CHECK(l.group_stats_offset >= l.tile_values_offset + tiles * heads * head_dim * sizeof(float));
+        CHECK(l.group_values_offset >= l.group_stats_offset + 2 * groups * heads * 2 * sizeof(float));
+        CHECK(l.total_bytes >= l.group_values_offset + 2 * groups * heads * head_dim * sizeof(float));
+
+        // Views of the last tile and group end inside the storage.
+        static char base_storage[1];
+        const auto st = pagedattn::PartitionTileState::bind(base_storage, l);
+        const auto last_tile = st.tile(int(segments) - 1, max_partitions - 1);
+        const auto last_group = st.group(int(segments) - 1, l.max_groups - 1, true);
+        CHECK(reinterpret_cast<char*>(last_tile.values + heads * head_dim) <= base_storage + l.group_stats_offset);
+        CHECK(reinterpret_cast<char*>(last_group.values + heads * head_dim) <= base_storage + l.total_bytes);
       }
     }
   }

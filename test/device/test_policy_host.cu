@@ -13,10 +13,11 @@ void check_limits()
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
-  CHECK(HeadDim % Agent::x == 0);                                    // key slices divide the head size
-  CHECK(Agent::chunks_per_lane * Agent::qk_width >= Agent::chunks);  // every slice has a lane
-  CHECK(Agent::group_tokens % Agent::tokens_per_pass == 0);
-  CHECK(Policy::partition_tokens % 32 == 0);                         // partitions never split a cache block
+  CHECK(HeadDim % Agent::x == 0);                     // 16-byte key slices divide the head size
+  CHECK(Agent::chunks * Agent::x == HeadDim);
+  CHECK(Agent::tile_tokens % 8 == 0);                 // V vectors of 8 tokens never straddle a cache block
+  CHECK(Policy::partition_tokens % Agent::tile_tokens == 0);
+  CHECK(Policy::partition_tokens % 32 == 0);          // partitions never split a cache block
 }
 
 template <class Policy, class T, int... HeadDims>

@@ -2,14 +2,15 @@
 // The thread block's share of the paged decode: one (sequence, KV head, group of query heads, KV
 // partition) tile. Each K/V vector is loaded once and used for every query head of the group (GQA).
 //
-// Inside the block, warp w takes the 8-token groups w, w + warps, ... of the partition (8 = the smallest
-// cache block size, so a group never straddles two cache blocks) and keeps one running
-// WarpAttentionPartial per query head:
-//   QK: a logical warp of qk_width lanes per token, each lane holding chunks_per_lane 16-byte slices of
-//       the key (vLLM's x-packed layout) and of every query of the group; WarpReduceShfl sums the slices.
-//   softmax: the group's 8 scores per head, relative to the group maximum, folded in with begin_chunk().
-//   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens, 16 or
-//       32 bytes) once for all heads.
+// Inside the block, warp w takes the tiles of warp_threads tokens w, w + warps, ... of the partition and
+// keeps one running WarpAttentionPartial per query head:
+//   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
+//       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
+//       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
+//   softmax: the tile's scores per head, relative to the tile maximum (WarpReduceShfl max and sum),
+//       folded in with begin_chunk(); the weights go to per-warp shared memory.
+//   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens per
+//       16 bytes for fp16) once for all heads.
 // At the end BlockReducePartials merges the warps' partials per head, and AgentPartitionCombine merges
 // the partitions of the segment (or writes the output directly when there is only one).
 //
@@ -55,7 +56,6 @@ struct PagedAttentionParams {
 };
 
 namespace detail {
-__host__ __device__ constexpr int next_power_of_two(int n) { return n <= 1 ? 1 : 2 * next_power_of_two((n + 1) / 2); }
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 } // namespace detail
 
@@ -65,30 +65,24 @@ public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
   static constexpr int x = elements_per_vector<T>;
-  static constexpr int group_tokens = 8;
-  static constexpr int chunks = HeadDim / x; ///< 16-byte slices of one key
-  static constexpr int qk_width = detail::min_int(warp_threads, detail::next_power_of_two(chunks));
-  static constexpr int chunks_per_lane = ceil_div(chunks, qk_width);
-  static constexpr int tokens_per_pass = warp_threads / qk_width;
-  static constexpr int passes = group_tokens / tokens_per_pass;
-  static constexpr int v_vectors = group_tokens / x; ///< 16-byte vectors per V row of a group
+  static constexpr int tile_tokens = warp_threads;       ///< tokens a warp takes at a time: one per lane
+  static constexpr int chunks = HeadDim / x;             ///< 16-byte slices of one key
+  static constexpr int v_vectors = tile_tokens / 8;      ///< 8-token V vectors per tile (8 = smallest block)
+  static constexpr int v_loads = 8 / x;                  ///< 16-byte loads per 8-token V vector (1 or 2)
   using Partial = WarpAttentionPartial<HeadDim>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
 
-  static_assert(HeadDim % x == 0 && HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
-  static_assert(group_tokens % tokens_per_pass == 0, "a pass must not straddle token groups");
-  static_assert(group_tokens % x == 0, "V rows of a group must be whole 16-byte vectors");
+  static_assert(8 % x == 0, "an 8-token V vector is a whole number of 16-byte loads");
 
   struct TempStorage {
     union alignas(16) {
-      struct alignas(16) {
-        float scores[warps][MaxHeads][group_tokens];
-        float weights[warps][MaxHeads][group_tokens];
-      } loop;                           ///< per-warp scratch of the main loop
-      typename Reduce::TempStorage reduce; ///< after the loop
+      float weights[warps][MaxHeads][tile_tokens]; ///< main loop: per-warp softmax weights of its tile
+      typename Reduce::TempStorage reduce;          ///< after the loop
     } phase;
+    alignas(16) float query[MaxHeads][HeadDim];     ///< the group's queries, pre-scaled, fp32
     float own_stats[MaxHeads * 2];
     alignas(16) float own_values[MaxHeads * HeadDim];
     typename Combine::TempStorage combine;
@@ -129,21 +123,26 @@ public:
       return;
     }
 
-    // ---- this partition's tokens, 8 at a time -----------------------------------------------------------
-    float q[MaxHeads][chunks_per_lane][x];
-    load_queries(seq, first_head, heads, q);
+    // ---- queries to shared memory (pre-scaled), partials reset ------------------------------------------
+    for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
+    {
+      const int g = i / HeadDim, d = i % HeadDim;
+      temp_.query[g][d] = g < heads ? ElementTraits<T>::to_float(p_.query[seq * p_.query_seq_stride + (first_head + g) * p_.query_head_stride + d]) * p_.scale
+                                    : 0.f;
+    }
+    __syncthreads();
     Partial partial[MaxHeads];
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g) { partial[g].reset(); }
 
+    // ---- this partition's tokens, one warp-tile of warp_threads tokens at a time -------------------------
     const int first_token = tile.partition * p_.partition_tokens;
     const int end_token = detail::min_int(first_token + p_.partition_tokens, seq_len);
-    const int end_group = ceil_div(end_token, group_tokens);
-    for (int group = first_token / group_tokens + arch::warp_id(); group < end_group; group += warps)
+    for (int token0 = first_token + arch::warp_id() * tile_tokens; token0 < end_token; token0 += warps * tile_tokens)
     {
-      ConsumeGroup(seq, kv_head, first_head, heads, seq_len, group * group_tokens, q, partial);
+      ConsumeTile(seq, kv_head, first_head, heads, seq_len, token0, end_token, partial);
     }
-    __syncthreads(); // every warp is done with phase.loop before phase.reduce reuses it
+    __syncthreads(); // every warp is done with phase.weights before phase.reduce reuses it
 
     // ---- block reduce of the warps' partials, one head at a time, into own_stats / own_values -------------
     Reduce reduce(temp_.phase.reduce);
@@ -171,8 +170,8 @@ public:
 
     // ---- merge the partitions of the segment (or write the single partition) -------------------------
     Combine combine(temp_.combine, heads);
-    combine.Run(p_.state, tile.first_tile(p_.max_partitions), tile.partition, num_partitions, temp_.own_stats,
-                temp_.own_values, OutputWriter{this, seq, first_head});
+    combine.Run(p_.state, tile.segment, tile.partition, num_partitions, temp_.own_stats, temp_.own_values,
+                OutputWriter{this, seq, first_head});
   }
 
 private:
@@ -196,142 +195,123 @@ private:
     p_.output[seq * p_.output_seq_stride + head * p_.output_head_stride + d] = ElementTraits<T>::from_float(value);
   }
 
-  /// Lane (token slot s, sub-lane c) holds query dims [(c + k*qk_width) * x, +x) of every head, pre-scaled.
-  PAGEDATTN_DEVICE void load_queries(int seq, int first_head, int heads, float (&q)[MaxHeads][chunks_per_lane][x]) const
-  {
-    const int sub_lane = arch::lane_id() % qk_width;
-#pragma unroll
-    for (int g = 0; g < MaxHeads; ++g)
-    {
-#pragma unroll
-      for (int k = 0; k < chunks_per_lane; ++k)
-      {
-        const int c = sub_lane + k * qk_width;
-        const T* src = p_.query + seq * p_.query_seq_stride + (first_head + g) * p_.query_head_stride + c * x;
-#pragma unroll
-        for (int e = 0; e < x; ++e) { q[g][k][e] = (g < heads && c < chunks) ? ElementTraits<T>::to_float(src[e]) * p_.scale : 0.f; }
-      }
-    }
-  }
-
-  /// Fold the 8 tokens starting at `token0` into the warp's partials.
-  PAGEDATTN_DEVICE void ConsumeGroup(int seq, int kv_head, int first_head, int heads, int seq_len, int token0,
-                                     const float (&q)[MaxHeads][chunks_per_lane][x], Partial (&partial)[MaxHeads])
+  /// Fold tokens [token0, min(token0 + tile_tokens, end_token)) into the warp's partials.
+  PAGEDATTN_DEVICE void ConsumeTile(int seq, int kv_head, int first_head, int heads, int seq_len, int token0, int end_token,
+                                    Partial (&partial)[MaxHeads])
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
-    const int page = token0 / p_.block_size, in_page = token0 % p_.block_size;
-    const int block_id = p_.block_tables[static_cast<std::int64_t>(seq) * p_.max_blocks_per_seq + page];
-    if (block_id < 0 || block_id >= p_.num_blocks)
+    const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) * p_.block_size;
+
+    // Lane t owns token token0 + t: its cache block, checked before anything is read from it.
+    const int pos = token0 + lane;
+    const bool live = pos < end_token;
+    const int block_id = live ? p_.block_tables[static_cast<std::int64_t>(seq) * p_.max_blocks_per_seq + pos / p_.block_size] : 0;
+    if (arch::any_lane(live && (block_id < 0 || block_id >= p_.num_blocks)))
     {
       if (lane == 0) { temp_.invalid = 1; }
       return; // never dereference it
     }
-    const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) * p_.block_size;
-    const std::int64_t block_offset = (static_cast<std::int64_t>(block_id) * p_.num_kv_heads + kv_head) * head_elems;
+    const std::int64_t head_offset = (static_cast<std::int64_t>(block_id) * p_.num_kv_heads + kv_head) * head_elems;
 
-    // QK: each pass scores tokens_per_pass tokens, one logical warp each.
-    const int sub_lane = lane % qk_width, slot = lane / qk_width;
-    const T* k_base = p_.key_cache + block_offset;
+    // QK: the lane's whole key against every query of the group (queries broadcast from shared memory).
+    float score[MaxHeads];
 #pragma unroll
-    for (int pass = 0; pass < passes; ++pass)
+    for (int g = 0; g < MaxHeads; ++g) { score[g] = 0.f; }
+    if (live)
     {
-      const int t = pass * tokens_per_pass + slot;
-      float k[chunks_per_lane][x];
-#pragma unroll
-      for (int c = 0; c < chunks_per_lane; ++c)
+      const T* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
+#pragma unroll(Policy::key_chunks_in_flight)
+      for (int c = 0; c < chunks; ++c)
       {
-        const int chunk = sub_lane + c * qk_width;
-        if (chunk < chunks) { load_vector_as_float(k_base + (static_cast<std::int64_t>(chunk) * p_.block_size + in_page + t) * x, k[c]); }
-        else
-        {
-#pragma unroll
-          for (int e = 0; e < x; ++e) { k[c][e] = 0.f; }
-        }
-      }
-      const int pos = token0 + t;
-#pragma unroll
-      for (int g = 0; g < MaxHeads; ++g)
-      {
-        if (g < heads)
-        {
-          float s = 0.f;
-#pragma unroll
-          for (int c = 0; c < chunks_per_lane; ++c)
-          {
-#pragma unroll
-            for (int e = 0; e < x; ++e) { s = fmaf(q[g][c][e], k[c][e], s); }
-          }
-          s = WarpReduceShfl<float, qk_width>::Sum(s);
-          if (sub_lane == 0)
-          {
-            if (p_.alibi_slopes) { s += p_.alibi_slopes[first_head + g] * static_cast<float>(pos - seq_len + 1); }
-            temp_.phase.loop.scores[warp][g][t] = pos < seq_len ? s : -INFINITY;
-          }
-        }
-      }
-    }
-    arch::sync_warp();
-
-    // softmax of the group, per head: lanes 0..7 hold one token each (the group has >= 1 valid token).
-#pragma unroll
-    for (int g = 0; g < MaxHeads; ++g)
-    {
-      if (g < heads)
-      {
-        const float s = lane < group_tokens ? temp_.phase.loop.scores[warp][g][lane] : -INFINITY;
-        const float group_max = WarpReduceShfl<float>::AllMax(s);
-        const float e = s == -INFINITY ? 0.f : expf(s - group_max);
-        const float beta = partial[g].begin_chunk(group_max, WarpReduceShfl<float>::AllSum(e));
-        if (lane < group_tokens) { temp_.phase.loop.weights[warp][g][lane] = beta * e; }
-      }
-    }
-    arch::sync_warp();
-
-    // PV: lane owns dims lane + i * warp_threads; V row of d holds the group's tokens contiguously.
-    const T* v_base = p_.value_cache + block_offset + in_page;
-    const int valid = seq_len - token0; // tokens past the end are zeroed: the cache there may hold NaN
-#pragma unroll
-    for (int i = 0; i < Partial::items_per_lane; ++i)
-    {
-      const int d = Partial::dim(lane, i);
-      if (d < HeadDim)
-      {
-        float v[group_tokens];
-#pragma unroll
-        for (int vv = 0; vv < v_vectors; ++vv)
-        {
-          float part[x];
-          load_vector_as_float(v_base + static_cast<std::int64_t>(d) * p_.block_size + vv * x, part);
-#pragma unroll
-          for (int e = 0; e < x; ++e) { v[vv * x + e] = part[e]; }
-        }
-        if (valid < group_tokens)
-        {
-#pragma unroll
-          for (int t = 0; t < group_tokens; ++t) { v[t] = t < valid ? v[t] : 0.f; }
-        }
+        float kf[x];
+        load_vector_as_float(k + static_cast<std::int64_t>(c) * p_.block_size * x, kf);
 #pragma unroll
         for (int g = 0; g < MaxHeads; ++g)
         {
           if (g < heads)
           {
-            const float4 w0 = *reinterpret_cast<const float4*>(&temp_.phase.loop.weights[warp][g][0]);
-            const float4 w1 = *reinterpret_cast<const float4*>(&temp_.phase.loop.weights[warp][g][4]);
-            float acc = partial[g].weighted_v[i];
-            acc = fmaf(w0.x, v[0], acc);
-            acc = fmaf(w0.y, v[1], acc);
-            acc = fmaf(w0.z, v[2], acc);
-            acc = fmaf(w0.w, v[3], acc);
-            acc = fmaf(w1.x, v[4], acc);
-            acc = fmaf(w1.y, v[5], acc);
-            acc = fmaf(w1.z, v[6], acc);
-            acc = fmaf(w1.w, v[7], acc);
-            partial[g].weighted_v[i] = acc;
+#pragma unroll
+            for (int e = 0; e < x; e += 4)
+            {
+              const float4 q = *reinterpret_cast<const float4*>(&temp_.query[g][c * x + e]);
+              score[g] = fmaf(q.x, kf[e], score[g]);
+              score[g] = fmaf(q.y, kf[e + 1], score[g]);
+              score[g] = fmaf(q.z, kf[e + 2], score[g]);
+              score[g] = fmaf(q.w, kf[e + 3], score[g]);
+            }
           }
         }
       }
     }
-    arch::sync_warp(); // scores/weights are rewritten by the next group
+
+    // softmax of the tile per head, relative to the tile maximum, folded in with begin_chunk().
+#pragma unroll
+    for (int g = 0; g < MaxHeads; ++g)
+    {
+      if (g < heads)
+      {
+        float s = -INFINITY;
+        if (live) { s = p_.alibi_slopes ? fmaf(p_.alibi_slopes[first_head + g], static_cast<float>(pos - seq_len + 1), score[g]) : score[g]; }
+        const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
+        const float e = live ? expf(s - tile_max) : 0.f;
+        const float beta = partial[g].begin_chunk(tile_max, WarpReduceShfl<float>::AllSum(e));
+        temp_.phase.weights[warp][g][lane] = beta * e;
+      }
+    }
+    arch::sync_warp();
+
+    // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per 16 bytes (fp16).
+#pragma unroll
+    for (int j = 0; j < v_vectors; ++j)
+    {
+      const int vpos = token0 + 8 * j;
+      const int vblock = arch::shfl_idx(block_id, 8 * j); // lane 8j owns token vpos
+      if (vpos >= end_token) { break; } // uniform
+      const int valid = end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
+      const T* v = p_.value_cache + (static_cast<std::int64_t>(vblock) * p_.num_kv_heads + kv_head) * head_elems + vpos % p_.block_size;
+#pragma unroll
+      for (int i = 0; i < Partial::items_per_lane; ++i)
+      {
+        const int d = Partial::dim(lane, i);
+        if (d < HeadDim)
+        {
+          float vf[8];
+#pragma unroll
+          for (int l = 0; l < v_loads; ++l)
+          {
+            float part[x];
+            load_vector_as_float(v + static_cast<std::int64_t>(d) * p_.block_size + l * x, part);
+#pragma unroll
+            for (int e = 0; e < x; ++e) { vf[l * x + e] = part[e]; }
+          }
+          if (valid < 8)
+          {
+#pragma unroll
+            for (int t = 0; t < 8; ++t) { vf[t] = t < valid ? vf[t] : 0.f; }
+          }
+#pragma unroll
+          for (int g = 0; g < MaxHeads; ++g)
+          {
+            if (g < heads)
+            {
+              const float4 w0 = *reinterpret_cast<const float4*>(&temp_.phase.weights[warp][g][8 * j]);
+              const float4 w1 = *reinterpret_cast<const float4*>(&temp_.phase.weights[warp][g][8 * j + 4]);
+              float acc = partial[g].weighted_v[i];
+              acc = fmaf(w0.x, vf[0], acc);
+              acc = fmaf(w0.y, vf[1], acc);
+              acc = fmaf(w0.z, vf[2], acc);
+              acc = fmaf(w0.w, vf[3], acc);
+              acc = fmaf(w1.x, vf[4], acc);
+              acc = fmaf(w1.y, vf[5], acc);
+              acc = fmaf(w1.z, vf[6], acc);
+              acc = fmaf(w1.w, vf[7], acc);
+              partial[g].weighted_v[i] = acc;
+            }
+          }
+        }
+      }
+    }
+    arch::sync_warp(); // the weights are rewritten by the warp's next tile
   }
 };
 

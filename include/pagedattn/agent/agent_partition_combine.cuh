@@ -1,28 +1,32 @@
 #pragma once
-// Level 3: one thread block's part in merging the KV partitions of a segment inside one launch, with
-// CUB's single-pass pattern (decoupled look-back over tile status words).
+// Level 3: one thread block's part in merging the KV partitions of a segment inside one launch: CUB's
+// single-pass pattern (arrival counters, group status words, decoupled look-back) arranged as a fixed
+// two-level combine tree, so that the result is bitwise reproducible and the tail stays short.
 //
-// Protocol, for the block that owns partition p of a segment with P > 1 partitions (tile = first + p):
-//   1. p == 0: publish its aggregate as the INCLUSIVE value (it is the prefix of length 1).
-//      p  > 0: publish the AGGREGATE: values with cache-global stores, __syncthreads, then one thread
-//              stores status = AGGREGATE with release ordering (fence, then the store).
-//   2. p  > 0: look back. Warp 0 polls the statuses of the warp_threads preceding tiles at once
-//      (acquire loads). It stops at the nearest INCLUSIVE predecessor k once every tile between k and p
-//      is at least AGGREGATE; a window with no INCLUSIVE tile moves one window further back. Partition
-//      0 always ends INCLUSIVE, so the look-back ends.
-//   3. Fold forward: start from inclusive[k], then fold aggregate[k+1], ..., aggregate[p-1] and the
-//      block's own aggregate, in increasing partition order, with OnlineSoftmaxCombine's arithmetic.
-//   4. p < P-1: publish the result as INCLUSIVE. p == P-1: write the normalised output instead.
+// Protocol, for the block that owns partition p of a segment with P > 1 partitions, in group
+// g = p / partition_group_size of G = ceil(P / partition_group_size) groups:
+//   1. Store the block's aggregate (cache-global stores), __threadfence, __syncthreads; one thread
+//      increments the group's arrival counter. Every block but the group's last arrival is done.
+//   2. The last arrival (after a __threadfence) folds the group's aggregates in partition order:
+//      A_g = a_first ⊕ ... ⊕ a_last. With G == 1 it writes the normalised output and stops.
+//   3. Group 0 publishes A_0 as its INCLUSIVE value. A later group publishes A_g as AGGREGATE, then
+//      looks back: warp 0 polls the statuses of up to warp_threads preceding groups (acquire loads) and
+//      stops at the nearest INCLUSIVE group k once every group between k and g is at least AGGREGATE.
+//      It folds forward: I_g = I_k ⊕ A_{k+1} ⊕ ... ⊕ A_g, in increasing group order.
+//   4. g < G-1: publish I_g as INCLUSIVE (values, fence, barrier, then the status with a release store).
+//      g == G-1: write the normalised output instead.
 //
-// Bitwise reproducibility: every inclusive value is the left fold a_0 ⊕ a_1 ⊕ ... ⊕ a_p, however far back
-// the look-back went (by induction on p: inclusive[k] is the left fold up to k, and step 3 extends it one
-// partition at a time). The output therefore has the same bits whatever the timing, and equals the
-// two-kernel combine (FoldSegment), which folds a_0 ... a_{P-1} in the same order.
+// Bitwise reproducibility: every A_g is a fixed left fold, and every I_g is the left fold A_0 ⊕ ... ⊕ A_g
+// however far back the look-back went (by induction on g). The output is therefore the same bits
+// whatever the timing, and equals the two-kernel combine (FoldSegment), which folds in the same order.
+// Short tail: after the last partition finishes, at most partition_group_size tile folds plus a few
+// group folds remain (the look-back rarely finds its nearest INCLUSIVE group more than one back).
 //
 // Forward progress: tiles come from an atomic ticket taken when a block starts, numbered so that the
-// partitions of a segment are consecutive and increasing. A block only waits on tiles with smaller
-// tickets, i.e. on blocks that have already started and are resident; partition 0 never waits. So some
-// waited-on block can always run to completion: no deadlock, whatever order the hardware starts blocks in.
+// partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
+// all of whose blocks drew smaller tickets and have therefore started; group 0 never waits. Blocks that
+// have started run to completion unless they wait, so by induction every wait ends: no deadlock,
+// whatever order the hardware starts blocks in.
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/block/online_softmax_combine.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -42,8 +46,8 @@ struct LookbackBackoff {
   }
 };
 
-/// Optional per-segment timestamps (ns) written by the last partition: when its aggregate was ready and
-/// when the output was written. Their difference is the combine's tail.
+/// Optional per-segment timestamps (ns): the latest time any partition's aggregate was stored (atomicMax;
+/// the caller zeroes it) and the time the output was written. Their difference is the combine's tail.
 struct CombineTiming {
   unsigned long long aggregate_ready_ns;
   unsigned long long output_written_ns;
@@ -62,84 +66,100 @@ public:
     float exp_sum[MaxHeads];
     SoftmaxRescale rescale[2][MaxHeads]; ///< double-buffered: one __syncthreads per fold step
     int lookback_start;
+    int last_arrival;
   };
 
   PAGEDATTN_DEVICE AgentPartitionCombine(TempStorage& temp, int heads) : temp_(temp), heads_(heads) {}
 
-  /// Single-pass merge of partition `partition` (of `num_partitions`) of the segment whose tiles start at
-  /// `first_tile`. own_stats ([heads][2]: max, sum) and own_values ([heads][HeadDim]) hold the block's
-  /// aggregate in shared memory. write(h, vector_index, float4) stores the normalised output of the
-  /// last partition. Every thread of the block calls it.
+  /// Single-pass merge of partition `partition` (of `num_partitions`) of `segment`. own_stats
+  /// ([heads][2]: max, sum) and own_values ([heads][HeadDim]) hold the block's aggregate in shared
+  /// memory. write(h, vector_index, float4) stores the normalised output. Every thread calls it.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, std::size_t first_tile, int partition, int num_partitions,
+  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int partition, int num_partitions,
                             const float* own_stats, const float* own_values, WriteOutput write,
                             CombineTiming* timing = nullptr)
   {
-    const std::size_t tile = first_tile + static_cast<std::size_t>(partition);
+    LoadFrom<false>(own_stats, own_values);
     if (num_partitions == 1)
     {
-      LoadFrom<false>(own_stats, own_values);
       WriteOutput_(write);
       return;
     }
-    if (partition == 0)
+
+    // 1. store the aggregate, arrive at the group
+    const int group = partition / partition_group_size;
+    const int group_first = group * partition_group_size;
+    const int group_size = min(partition_group_size, num_partitions - group_first);
+    StoreValue(state.tile(segment, partition));
+    arch::fence_device(); // every thread's stores, before the arrival is counted
+    __syncthreads();
+    if (threadIdx.x == 0)
     {
-      LoadFrom<false>(own_stats, own_values);
-      Publish(state, tile, tile_status_inclusive);
+      if (timing) { atomicMax(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
+      const unsigned arrived = arch::atomic_fetch_add(state.arrivals + state.group_index(segment, group), 1u);
+      temp_.last_arrival = arrived == static_cast<unsigned>(group_size - 1);
+      arch::fence_device(); // the last arrival sees every other block's stores
+    }
+    __syncthreads();
+    if (!temp_.last_arrival) { return; }
+
+    // 2. fold the group
+    FoldTiles(state, segment, group_first, group_size);
+    const int num_groups = ceil_div(num_partitions, partition_group_size);
+    if (num_groups == 1)
+    {
+      Finish(write, timing);
       return;
     }
-    const bool is_last = partition == num_partitions - 1;
-    unsigned long long t_ready = 0;
-    if (is_last && timing && threadIdx.x == 0) { t_ready = arch::global_timer_ns(); }
 
-    // 1. publish the aggregate (read back from shared memory; the fold below starts elsewhere)
-    LoadFrom<false>(own_stats, own_values);
-    Publish(state, tile, tile_status_aggregate);
-
-    // 2. look back
-    if (arch::warp_id() == 0) { LookBack(state, first_tile, partition); }
+    // 3. publish, look back over the groups, fold forward
+    if (group == 0)
+    {
+      Publish(state, segment, 0, tile_status_inclusive);
+      return;
+    }
+    Publish(state, segment, group, tile_status_aggregate);
+    if (arch::warp_id() == 0) { LookBack(state, segment, group); }
     __syncthreads();
     const int k = temp_.lookback_start;
-
-    // 3. fold forward from inclusive[k]
-    LoadFrom<true>(state.stats(true, first_tile + k), state.values(true, first_tile + k));
+    LoadFrom<true>(state.group(segment, k, true));
     int parity = 0;
-    for (int q = k + 1; q < partition; ++q, parity ^= 1)
-    {
-      FoldStep<true>(state.stats(false, first_tile + q), state.values(false, first_tile + q), parity);
-    }
-    FoldStep<false>(own_stats, own_values, parity);
+    for (int q = k + 1; q <= group; ++q, parity ^= 1) { FoldStep<true>(state.group(segment, q, false), parity); }
 
     // 4. publish the inclusive value, or finish the segment
-    if (!is_last) { Publish(state, tile, tile_status_inclusive); return; }
-    WriteOutput_(write);
-    if (timing && threadIdx.x == 0)
-    {
-      __threadfence();
-      timing->aggregate_ready_ns = t_ready;
-      timing->output_written_ns = arch::global_timer_ns();
-    }
+    if (group < num_groups - 1) { Publish(state, segment, group, tile_status_inclusive); }
+    else { Finish(write, timing); }
   }
 
-  /// Two-kernel combine, second kernel: fold the aggregates of partitions 0..num_partitions-1 of one
-  /// segment in order and write the normalised output. Same arithmetic, same order: same bits as Run().
+  /// Two-kernel combine, second kernel: the same combine tree, folded by one block per segment without
+  /// waiting (group aggregates go through global memory exactly as in Run). Same bits as Run().
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void FoldSegment(const PartitionTileState& state, std::size_t first_tile, int num_partitions, WriteOutput write)
+  PAGEDATTN_DEVICE void FoldSegment(const PartitionTileState& state, int segment, int num_partitions, WriteOutput write)
   {
-    LoadFrom<true>(state.stats(false, first_tile), state.values(false, first_tile));
-    int parity = 0;
-    for (int q = 1; q < num_partitions; ++q, parity ^= 1)
+    const int num_groups = ceil_div(num_partitions, partition_group_size);
+    for (int g = 0; g < num_groups; ++g)
     {
-      FoldStep<true>(state.stats(false, first_tile + q), state.values(false, first_tile + q), parity);
+      const int first = g * partition_group_size;
+      FoldTiles(state, segment, first, min(partition_group_size, num_partitions - first));
+      if (num_groups > 1) { StoreValue(state.group(segment, g, false)); }
+    }
+    if (num_groups > 1)
+    {
+      arch::fence_device();
+      __syncthreads();
+      LoadFrom<true>(state.group(segment, 0, false));
+      int parity = 0;
+      for (int g = 1; g < num_groups; ++g, parity ^= 1) { FoldStep<true>(state.group(segment, g, false), parity); }
     }
     WriteOutput_(write);
   }
 
-  /// Two-kernel combine, first kernel: store the aggregate, no status, no look-back.
-  PAGEDATTN_DEVICE void StoreAggregate(const PartitionTileState& state, std::size_t tile, const float* own_stats, const float* own_values)
+  /// Two-kernel combine, first kernel: store the aggregate, no counter, no look-back.
+  PAGEDATTN_DEVICE void StoreAggregate(const PartitionTileState& state, int segment, int partition, const float* own_stats,
+                                       const float* own_values)
   {
     LoadFrom<false>(own_stats, own_values);
-    StoreValue(state, tile, false);
+    StoreValue(state.tile(segment, partition));
   }
 
 private:
@@ -159,6 +179,9 @@ private:
     else { return *reinterpret_cast<const float4*>(p); }
   }
 
+  template <bool Global>
+  PAGEDATTN_DEVICE void LoadFrom(PartialRef src) { LoadFrom<Global>(src.stats, src.values); }
+
   /// Running value := the partial at (stats, values). Ends with a barrier.
   template <bool Global>
   PAGEDATTN_DEVICE void LoadFrom(const float* stats, const float* values)
@@ -177,14 +200,14 @@ private:
     __syncthreads();
   }
 
-  /// Running value := running ⊕ (stats, values). One barrier; rescale factors are double-buffered so
-  /// that the next step's factors never overwrite ones a slower thread still reads.
+  /// Running value := running ⊕ src. One barrier; rescale factors are double-buffered so that the next
+  /// step's factors never overwrite ones a slower thread still reads.
   template <bool Global>
-  PAGEDATTN_DEVICE void FoldStep(const float* stats, const float* values, int parity)
+  PAGEDATTN_DEVICE void FoldStep(PartialRef src, int parity)
   {
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
-      const float m = load_value<Global>(stats + 2 * h), l = load_value<Global>(stats + 2 * h + 1);
+      const float m = load_value<Global>(src.stats + 2 * h), l = load_value<Global>(src.stats + 2 * h + 1);
       const SoftmaxRescale r = softmax_rescale(temp_.max_score[h], m);
       temp_.exp_sum[h] = rescaled_sum(r, temp_.exp_sum[h], l);
       temp_.max_score[h] = r.max_score;
@@ -195,7 +218,7 @@ private:
     for (int j = 0; j < vectors_per_thread; ++j) // issue the loads before the barrier: they overlap it
     {
       const int v = vector_index(j);
-      if (v < vectors()) { x[j] = load_vector<Global>(values + 4 * v); }
+      if (v < vectors()) { x[j] = load_vector<Global>(src.values + 4 * v); }
     }
     __syncthreads();
 #pragma unroll
@@ -211,45 +234,54 @@ private:
     }
   }
 
-  PAGEDATTN_DEVICE void StoreValue(const PartitionTileState& state, std::size_t tile, bool inclusive)
+  /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
+  PAGEDATTN_DEVICE void FoldTiles(const PartitionTileState& state, int segment, int first, int count)
   {
-    float* stats = state.stats(inclusive, tile);
-    float* values = state.values(inclusive, tile);
+    LoadFrom<true>(state.tile(segment, first));
+    int parity = 0;
+    for (int q = 1; q < count; ++q, parity ^= 1) { FoldStep<true>(state.tile(segment, first + q), parity); }
+  }
+
+  /// Store the running value (cache-global stores; the caller orders them).
+  PAGEDATTN_DEVICE void StoreValue(PartialRef dst)
+  {
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
-      arch::store_cg(stats + 2 * h, temp_.max_score[h]);
-      arch::store_cg(stats + 2 * h + 1, temp_.exp_sum[h]);
+      arch::store_cg(dst.stats + 2 * h, temp_.max_score[h]);
+      arch::store_cg(dst.stats + 2 * h + 1, temp_.exp_sum[h]);
     }
 #pragma unroll
     for (int j = 0; j < vectors_per_thread; ++j)
     {
       const int v = vector_index(j);
-      if (v < vectors()) { arch::store_cg(reinterpret_cast<float4*>(values) + v, acc_[j]); }
+      if (v < vectors()) { arch::store_cg(reinterpret_cast<float4*>(dst.values) + v, acc_[j]); }
     }
   }
 
-  /// Store the running value, then (after every thread's stores) flip the status with release order.
-  PAGEDATTN_DEVICE void Publish(const PartitionTileState& state, std::size_t tile, TileStatus status)
+  /// Store the running value as the group's aggregate or inclusive value, then (after every thread's
+  /// stores) flip the group's status with release order.
+  PAGEDATTN_DEVICE void Publish(const PartitionTileState& state, int segment, int group, TileStatus status)
   {
-    StoreValue(state, tile, status == tile_status_inclusive);
+    StoreValue(state.group(segment, group, status == tile_status_inclusive));
     arch::fence_device(); // each thread's value stores before the barrier ...
     __syncthreads();      // ... and all of them before the status store
-    if (threadIdx.x == 0) { arch::store_release(state.status + tile, status); }
+    if (threadIdx.x == 0) { arch::store_release(state.status + state.group_index(segment, group), status); }
   }
 
-  /// Warp 0: find the nearest predecessor k < partition whose status is INCLUSIVE such that every tile
-  /// in (k, partition) is at least AGGREGATE; leave it in temp_.lookback_start.
-  PAGEDATTN_DEVICE void LookBack(const PartitionTileState& state, std::size_t first_tile, int partition)
+  /// Warp 0: find the nearest group k < group whose status is INCLUSIVE such that every group in
+  /// (k, group) is at least AGGREGATE; leave it in temp_.lookback_start.
+  PAGEDATTN_DEVICE void LookBack(const PartitionTileState& state, int segment, int group)
   {
     const int lane = arch::lane_id();
-    int window_end = partition; // this window examines partitions window_end-1-lane
+    const unsigned* status = state.status + state.group_index(segment, 0);
+    int window_end = group; // this window examines groups window_end-1-lane
     LookbackBackoff backoff;
     while (true)
     {
       const int q = window_end - 1 - lane;
-      const unsigned status = q >= 0 ? arch::load_acquire(state.status + first_tile + q) : tile_status_aggregate;
-      const lane_mask_t inclusive = arch::ballot(status == tile_status_inclusive);
-      const lane_mask_t invalid = arch::ballot(status == tile_status_invalid);
+      const unsigned st = q >= 0 ? arch::load_acquire(status + q) : tile_status_aggregate;
+      const lane_mask_t inclusive = arch::ballot(st == tile_status_inclusive);
+      const lane_mask_t invalid = arch::ballot(st == tile_status_invalid);
       if (inclusive)
       {
         const int nearest = arch::lowest_lane(inclusive);
@@ -265,6 +297,17 @@ private:
         continue;
       }
       backoff.wait();
+    }
+  }
+
+  template <class WriteOutput>
+  PAGEDATTN_DEVICE void Finish(WriteOutput& write, CombineTiming* timing)
+  {
+    WriteOutput_(write);
+    if (timing && threadIdx.x == 0)
+    {
+      __threadfence();
+      timing->output_written_ns = arch::global_timer_ns();
     }
   }
 

@@ -1,13 +1,14 @@
 #pragma once
-// Level 3 state: where the partition combiner keeps its tile status words and partial values.
+// Level 3 state: where the partition combiner keeps its counters, status words and partial values.
 //
-// One "tile" is one KV partition of one segment (a segment is a (sequence, KV head, head group) whose
-// partitions are merged into one output). Tiles are numbered segment-major:
-//     tile = segment * max_partitions + partition
-// Each tile has a status word and two values of `heads` partials (fp32 stats and weighted_v[head_dim]):
-// its own aggregate and, once known, its inclusive prefix (the left fold of partitions 0..p).
-// All of it lives in the caller's temporary storage (CUB's two-phase API); PartitionTileLayout computes
-// the byte offsets on the host and the device alike.
+// A segment is one (sequence, KV head, head group) whose KV partitions merge into one output. Its
+// partitions are numbered 0..P-1 and grouped in fixed runs of partition_group_size:
+//     tile  = segment * max_partitions + partition          (one per thread block)
+//     group = segment * max_groups + partition / partition_group_size
+// Each tile stores its aggregate (heads partials: fp32 stats and weighted_v[head_dim]). Each group has
+// an arrival counter, a status word and two values: its aggregate (the fold of its tiles) and, once
+// known, its inclusive prefix (the fold of groups 0..g). All of it lives in the caller's temporary
+// storage (CUB's two-phase API); PartitionTileLayout computes the offsets on the host and device alike.
 #include <cstddef>
 #include <cstdint>
 
@@ -15,48 +16,58 @@
 
 namespace pagedattn {
 
-/// Status of a tile's published value. The status words are zeroed (INVALID) by the dispatch at the
-/// start of every launch, in the same stream (so CUDA-graph replays reset them too).
+/// Partitions per group: the last of a group to finish folds the group (<= this many partials), then
+/// the groups are merged by decoupled look-back. 16 keeps both folds short up to ~256 partitions.
+inline constexpr int partition_group_size = 16;
+
+/// Status of a group's published value. Zeroed (INVALID) with the counters by the dispatch at the start
+/// of every launch, in the same stream (so CUDA-graph replays reset them too).
 enum TileStatus : unsigned {
   tile_status_invalid = 0,   ///< nothing published yet
-  tile_status_aggregate = 1, ///< aggregate value readable
-  tile_status_inclusive = 2, ///< inclusive value readable (and the aggregate too, unless partition 0)
+  tile_status_aggregate = 1, ///< group aggregate readable
+  tile_status_inclusive = 2, ///< group inclusive prefix readable
 };
 
 /// Byte layout of the combiner's temporary storage.
 struct PartitionTileLayout {
   static constexpr std::size_t alignment = 256;
 
-  std::size_t num_tiles = 0;  ///< num_segments * max_partitions
-  int heads = 0;              ///< partials per tile (query heads of one segment)
+  std::size_t num_segments = 0;
+  int max_partitions = 0;
+  int max_groups = 0;
+  int heads = 0; ///< partials per tile (query heads of one segment)
   int head_dim = 0;
 
   // Offsets in bytes from the start of the temporary storage.
-  std::size_t ticket_offset = 0;     ///< unsigned ticket counter (zeroed per launch with the statuses)
-  std::size_t status_offset = 0;     ///< unsigned[num_tiles]
-  std::size_t reset_bytes = 0;       ///< bytes from 0 to zero per launch: ticket + statuses
-  std::size_t agg_stats_offset = 0;  ///< float2[num_tiles][heads] (max_score, exp_sum)
-  std::size_t agg_values_offset = 0; ///< float[num_tiles][heads][head_dim]
-  std::size_t inc_stats_offset = 0;
-  std::size_t inc_values_offset = 0;
+  std::size_t ticket_offset = 0;       ///< unsigned ticket counter
+  std::size_t arrivals_offset = 0;     ///< unsigned[num_segments * max_groups]
+  std::size_t status_offset = 0;       ///< unsigned[num_segments * max_groups]
+  std::size_t reset_bytes = 0;         ///< bytes from 0 zeroed per launch: ticket, arrivals, statuses
+  std::size_t tile_stats_offset = 0;   ///< float2[tiles][heads] (max_score, exp_sum)
+  std::size_t tile_values_offset = 0;  ///< float[tiles][heads][head_dim]
+  std::size_t group_stats_offset = 0;  ///< [2 (aggregate, inclusive)][groups][heads] float2
+  std::size_t group_values_offset = 0; ///< [2][groups][heads][head_dim] float
   std::size_t total_bytes = 0;
 
   PAGEDATTN_HOST_DEVICE static std::size_t align_up(std::size_t n) { return (n + alignment - 1) / alignment * alignment; }
 
   PartitionTileLayout() = default;
-  PAGEDATTN_HOST_DEVICE PartitionTileLayout(std::size_t tiles, int heads_, int head_dim_)
-      : num_tiles(tiles), heads(heads_), head_dim(head_dim_)
+  PAGEDATTN_HOST_DEVICE PartitionTileLayout(std::size_t segments, int max_partitions_, int heads_, int head_dim_)
+      : num_segments(segments), max_partitions(max_partitions_),
+        max_groups((max_partitions_ + partition_group_size - 1) / partition_group_size), heads(heads_), head_dim(head_dim_)
   {
-    const std::size_t stats_bytes = align_up(tiles * heads * 2 * sizeof(float));
-    const std::size_t values_bytes = align_up(tiles * heads * static_cast<std::size_t>(head_dim) * sizeof(float));
+    const std::size_t tiles = segments * static_cast<std::size_t>(max_partitions);
+    const std::size_t groups = segments * static_cast<std::size_t>(max_groups);
+    const std::size_t partial_floats = static_cast<std::size_t>(heads) * head_dim;
     ticket_offset = 0;
-    status_offset = alignment; // the ticket gets a 256-byte line of its own
-    reset_bytes = status_offset + tiles * sizeof(unsigned);
-    agg_stats_offset = align_up(reset_bytes);
-    agg_values_offset = agg_stats_offset + stats_bytes;
-    inc_stats_offset = agg_values_offset + values_bytes;
-    inc_values_offset = inc_stats_offset + stats_bytes;
-    total_bytes = inc_values_offset + values_bytes;
+    arrivals_offset = alignment; // the ticket gets a 256-byte line of its own
+    status_offset = align_up(arrivals_offset + groups * sizeof(unsigned));
+    reset_bytes = status_offset + groups * sizeof(unsigned);
+    tile_stats_offset = align_up(reset_bytes);
+    tile_values_offset = tile_stats_offset + align_up(tiles * heads * 2 * sizeof(float));
+    group_stats_offset = tile_values_offset + align_up(tiles * partial_floats * sizeof(float));
+    group_values_offset = group_stats_offset + align_up(2 * groups * heads * 2 * sizeof(float));
+    total_bytes = group_values_offset + align_up(2 * groups * partial_floats * sizeof(float));
   }
 };
 
@@ -73,33 +84,59 @@ PAGEDATTN_HOST_DEVICE TileCoordinates tile_of_ticket(unsigned ticket, int max_pa
   return {static_cast<int>(ticket / static_cast<unsigned>(max_partitions)), static_cast<int>(ticket % static_cast<unsigned>(max_partitions))};
 }
 
+/// A stored partial value: stats [heads][2] and values [heads][head_dim].
+struct PartialRef {
+  float* stats;
+  float* values;
+};
+
 /// Typed view of the storage described by a PartitionTileLayout.
 struct PartitionTileState {
   unsigned* ticket;
+  unsigned* arrivals;
   unsigned* status;
-  float* agg_stats;
-  float* agg_values;
-  float* inc_stats;
-  float* inc_values;
+  float* tile_stats;
+  float* tile_values;
+  float* group_stats;
+  float* group_values;
+  std::size_t num_groups; ///< num_segments * max_groups
+  int max_partitions;
+  int max_groups;
   int heads;
   int head_dim;
 
-  PAGEDATTN_HOST_DEVICE static PartitionTileState bind(void* storage, const PartitionTileLayout& layout)
+  PAGEDATTN_HOST_DEVICE static PartitionTileState bind(void* storage, const PartitionTileLayout& l)
   {
     char* base = static_cast<char*>(storage);
-    return {reinterpret_cast<unsigned*>(base + layout.ticket_offset),
-            reinterpret_cast<unsigned*>(base + layout.status_offset),
-            reinterpret_cast<float*>(base + layout.agg_stats_offset),
-            reinterpret_cast<float*>(base + layout.agg_values_offset),
-            reinterpret_cast<float*>(base + layout.inc_stats_offset),
-            reinterpret_cast<float*>(base + layout.inc_values_offset),
-            layout.heads,
-            layout.head_dim};
+    return {reinterpret_cast<unsigned*>(base + l.ticket_offset),
+            reinterpret_cast<unsigned*>(base + l.arrivals_offset),
+            reinterpret_cast<unsigned*>(base + l.status_offset),
+            reinterpret_cast<float*>(base + l.tile_stats_offset),
+            reinterpret_cast<float*>(base + l.tile_values_offset),
+            reinterpret_cast<float*>(base + l.group_stats_offset),
+            reinterpret_cast<float*>(base + l.group_values_offset),
+            l.num_segments * static_cast<std::size_t>(l.max_groups),
+            l.max_partitions,
+            l.max_groups,
+            l.heads,
+            l.head_dim};
   }
 
-  PAGEDATTN_HOST_DEVICE std::size_t values_per_tile() const { return static_cast<std::size_t>(heads) * head_dim; }
-  PAGEDATTN_HOST_DEVICE float* stats(bool inclusive, std::size_t tile) const { return (inclusive ? inc_stats : agg_stats) + tile * heads * 2; }
-  PAGEDATTN_HOST_DEVICE float* values(bool inclusive, std::size_t tile) const { return (inclusive ? inc_values : agg_values) + tile * values_per_tile(); }
+  PAGEDATTN_HOST_DEVICE std::size_t partial_floats() const { return static_cast<std::size_t>(heads) * head_dim; }
+  PAGEDATTN_HOST_DEVICE std::size_t tile_index(int segment, int partition) const { return static_cast<std::size_t>(segment) * max_partitions + partition; }
+  PAGEDATTN_HOST_DEVICE std::size_t group_index(int segment, int group) const { return static_cast<std::size_t>(segment) * max_groups + group; }
+
+  PAGEDATTN_HOST_DEVICE PartialRef tile(int segment, int partition) const
+  {
+    const std::size_t t = tile_index(segment, partition);
+    return {tile_stats + t * heads * 2, tile_values + t * partial_floats()};
+  }
+  /// inclusive == false: the group's aggregate; true: its inclusive prefix.
+  PAGEDATTN_HOST_DEVICE PartialRef group(int segment, int group, bool inclusive) const
+  {
+    const std::size_t g = (inclusive ? num_groups : 0) + group_index(segment, group);
+    return {group_stats + g * heads * 2, group_values + g * partial_floats()};
+  }
 };
 
 } // namespace pagedattn

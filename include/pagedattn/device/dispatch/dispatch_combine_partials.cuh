@@ -17,7 +17,7 @@ enum class PartitionCombineAlgorithm {
 /// Test and benchmark hooks of the combine; production calls pass none.
 struct CombineDebugOptions {
   unsigned max_delay_ns = 0;          ///< each tile sleeps a pseudo-random 0..max before publishing
-  CombineTiming* timing = nullptr;    ///< [num_segments] timestamps of the last partition
+  CombineTiming* timing = nullptr;    ///< [num_segments] timestamps (zeroed by the caller)
 };
 
 namespace detail {
@@ -91,11 +91,11 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
   if (num_partitions == 0 && partition == 0) { write_zero_segment(out, p.heads * HeadDim); }
   if (partition >= num_partitions) { return; }
 
-  const std::size_t first_tile = static_cast<std::size_t>(segment) * p.max_partitions;
-  own.load(p, first_tile + partition);
-  debug_delay(p.debug.max_delay_ns, first_tile + partition);
-  Agent(temp, p.heads).Run(p.state, first_tile, partition, num_partitions, own.stats, own.values,
-                           FloatOutputWriter{out, HeadDim}, p.debug.timing ? p.debug.timing + segment : nullptr);
+  const std::size_t tile = p.state.tile_index(segment, partition);
+  own.load(p, tile);
+  debug_delay(p.debug.max_delay_ns, tile);
+  Agent(temp, p.heads).Run(p.state, segment, partition, num_partitions, own.stats, own.values, FloatOutputWriter{out, HeadDim},
+                           p.debug.timing ? p.debug.timing + segment : nullptr);
 }
 
 template <int HeadDim, int MaxHeads>
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel
   if (partition >= p.num_partitions[segment]) { return; }
   own.load(p, blockIdx.x);
   debug_delay(p.debug.max_delay_ns, blockIdx.x);
-  Agent(temp, p.heads).StoreAggregate(p.state, blockIdx.x, own.stats, own.values);
+  Agent(temp, p.heads).StoreAggregate(p.state, segment, partition, own.stats, own.values);
 }
 
 template <int HeadDim, int MaxHeads>
@@ -120,8 +120,7 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
   const int num_partitions = p.num_partitions[segment];
   float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
   if (num_partitions == 0) { write_zero_segment(out, p.heads * HeadDim); return; }
-  Agent(temp, p.heads).FoldSegment(p.state, static_cast<std::size_t>(segment) * p.max_partitions, num_partitions,
-                                   FloatOutputWriter{out, HeadDim});
+  Agent(temp, p.heads).FoldSegment(p.state, segment, num_partitions, FloatOutputWriter{out, HeadDim});
 }
 
 template <int HeadDim, int MaxHeads>
@@ -136,7 +135,7 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
   {
     return fail(cudaErrorInvalidValue, "heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
   }
-  const PartitionTileLayout layout(static_cast<std::size_t>(num_segments) * max_partitions, heads, HeadDim);
+  const PartitionTileLayout layout(static_cast<std::size_t>(num_segments), max_partitions, heads, HeadDim);
   if (d_temp_storage == nullptr)
   {
     temp_storage_bytes = layout.total_bytes;
@@ -155,10 +154,11 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
 
   CombinePartialsParams p{d_partial_stats, d_partial_values, d_num_partitions, d_output, num_segments, max_partitions, heads,
                           PartitionTileState::bind(d_temp_storage, layout), debug};
-  const unsigned tiles = static_cast<unsigned>(layout.num_tiles);
+  const unsigned tiles = static_cast<unsigned>(static_cast<std::size_t>(num_segments) * max_partitions);
   if (algorithm == PartitionCombineAlgorithm::single_pass)
   {
-    // The init pass: ticket and statuses back to zero, in the stream (captured by CUDA graphs too).
+    // The init pass: ticket, arrival counters and statuses back to zero, in the stream (captured by CUDA
+    // graphs too).
     PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
     single_pass_combine_kernel<HeadDim, MaxHeads><<<tiles, combine_block_threads, 0, stream>>>(p);
     return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");

@@ -166,8 +166,8 @@ DecodePlan make_plan(const DecodeArguments<T>& a)
   plan.tiling = head_tiling(a.num_heads / a.num_kv_heads);
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.tiling.head_tiles;
   plan.partitioned = plan.max_partitions > 1;
-  const std::size_t tiles = plan.partitioned ? plan.num_segments * plan.max_partitions : 0;
-  plan.layout = PartitionTileLayout(tiles, plan.tiling.heads_per_tile, a.head_size);
+  plan.layout = PartitionTileLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.tiling.heads_per_tile,
+                                    a.head_size);
   plan.temp_bytes = plan.partitioned ? plan.layout.total_bytes : 16; // never 0, so a real allocation exists
   return plan;
 }
@@ -228,7 +228,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
 
     if (plan.partitioned)
     {
-      // Init pass in the stream: ticket counter and tile statuses back to zero (captured by CUDA graphs).
+      // Init pass in the stream: ticket, arrival counters and statuses back to zero (captured by graphs).
       PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, plan.layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
     }
     launch_head_dim<T, PolicyChain>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid),

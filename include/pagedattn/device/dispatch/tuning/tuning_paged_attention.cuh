@@ -25,6 +25,7 @@ struct PagedAttentionPolicyBIV100 {
   static constexpr int partition_tokens = 512;             ///< the seeds' partition size, tunable
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 1;
+  static constexpr int key_chunks_in_flight = 4; ///< 16-byte key loads a lane issues before using them
 };
 
 /// NVIDIA Ampere (sm_80, sm_86, sm_89).
@@ -34,15 +35,18 @@ struct PagedAttentionPolicySm80 {
   static constexpr int partition_tokens = 512;
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 2;
+  static constexpr int key_chunks_in_flight = 8;
 };
 
-/// NVIDIA Hopper (sm_90): 132 SMs want more partitions per sequence.
+/// NVIDIA Hopper (sm_90): 132 SMs want more partitions per sequence. Chosen with bench/bench_policies.cu
+/// (bench/NOTES.md): 3 blocks of 128 threads per SM beat 2 (more loads in flight) on large batches.
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
   static constexpr int partition_tokens = 256;
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
-  static constexpr int min_blocks_per_sm = 2;
+  static constexpr int min_blocks_per_sm = 3;
+  static constexpr int key_chunks_in_flight = 8;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
