@@ -6,7 +6,8 @@
 #   2. run every test through ctest;
 #   3. run compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test binary
 #      (with PAGEDATTN_TEST_REDUCED=1, the reduced matrix);
-#   4. run the benchmarks that exist;
+#   4. run the example and the benchmarks (pagedattn, the seed Triton kernel when .seed/ has it), merged
+#      into h200.json and h200.png;
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 set -uo pipefail
@@ -66,15 +67,32 @@ mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 
   done
 } | tee "$OUT/h200-sanitizer.txt"
 
-# ---- 4. benchmarks ------------------------------------------------------------------------------------------
-for b in "$BUILD"/bench/bench_*; do
-  [ -x "$b" ] || continue
+# ---- 4. the example and the benchmarks ----------------------------------------------------------------------
+# Outputs and JSON go to logs/ (archived below); the merged h200.json and h200.png to $OUT. Every step runs
+# whatever the previous ones did: a failing program only leaves its JSON missing.
+run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, its tail and exit status shown
+  local name=$1 limit=$2
+  shift 2
+  log "$name"
+  timeout "$limit" "$@" 2>&1 | tee "$LOGS/$name.txt" | tail -25
+  log "$name: exit status ${PIPESTATUS[0]}"
+}
+[ -x "$BUILD/examples/qwen36_decode" ] && run_step qwen36_decode 300 "$BUILD/examples/qwen36_decode"
+[ -x "$BUILD/bench/bench_decode" ] &&
+  run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
+[ -x "$BUILD/bench/bench_combine" ] &&
+  run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
+for b in "$BUILD"/bench/bench_*; do # any other benchmark: its JSON beside its log
   name=$(basename "$b")
-  log "bench $name"
-  "$b" --json "$OUT/$name.json" --commit "$commit" 2>&1 | tee "$LOGS/$name.txt" | tail -40
+  case "$name" in bench_decode | bench_combine | bench_policies) continue ;; esac # policies: a tuning tool, run by hand
+  [ -x "$b" ] && run_step "$name" 300 "$b" --json "$LOGS/$name.json" --commit "$commit"
 done
-if [ -f bench/seed_triton_bench.py ] && [ -d .seed ]; then
-  python3 bench/seed_triton_bench.py --out "$OUT/seed.json" 2>&1 | tee "$LOGS/seed.txt" | tail -20
+if [ -f .seed/paged_attention_v2_triton.py ]; then
+  run_step seed_triton_bench 300 python3 bench/seed_triton_bench.py --out "$LOGS/seed.json"
+fi
+if [ -f "$LOGS/bench_decode.json" ]; then
+  run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" --seed "$LOGS/seed.json" \
+    --combine "$LOGS/bench_combine.json" --out "$OUT/h200.json" --plot "$OUT/h200.png"
 fi
 
 # ---- 5. summary ---------------------------------------------------------------------------------------------

@@ -1,0 +1,460 @@
+#pragma once
+// Support code of the example and the benchmarks (not part of the library): a paged decode problem made
+// on the device, its fp64 CPU reference, and the timing helpers.
+//
+// Data: every element of the queries and of the K/V cache is a hash of (seed, element index) mapped to
+// uniform(-1, 1) (never 0) and rounded to T; queries are scaled by 3 so that the softmax is not flat. An
+// init kernel writes them on the device and the host regenerates any element from the same hash, so the
+// fp64 reference of a sample of (sequence, head) pairs needs no download of a GB-sized cache.
+//
+// Layouts are vLLM's (see pagedattn::DecodeArguments); the block table is a random permutation of the
+// cache blocks, so that a sequence's blocks are scattered over the cache as in a long-running server.
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+/// Check a CUDA runtime call (or a pagedattn entry point): on failure print where, the error and
+/// pagedattn's message naming the bad argument, and exit with status 1.
+#define PAGEDATTN_CHECK(expr) ::paged_decode::check_cuda((expr), #expr, __FILE__, __LINE__)
+
+namespace paged_decode {
+
+inline void check_cuda(cudaError_t err, const char* expr, const char* file, int line)
+{
+  if (err == cudaSuccess) { return; }
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, expr, cudaGetErrorString(err));
+  if (!pagedattn::last_error_message().empty()) { std::fprintf(stderr, "  pagedattn: %s\n", pagedattn::last_error_message().c_str()); }
+  std::exit(1);
+}
+
+/// True when a CUDA device can be used (the programs print a message and exit otherwise).
+inline bool have_cuda_device()
+{
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+// ---- data: the hash, the shape, the init kernels ----------------------------------------------------------
+
+/// uniform(-1, 1), never 0, from splitmix64 of (seed, i). Integer arithmetic and one exact conversion: the
+/// host and the device compute the same bits.
+__host__ __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i)
+{
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const std::int64_t k = static_cast<std::int64_t>(z >> 40) - (1 << 23); // [-2^23, 2^23)
+  return k == 0 ? 0.5f : static_cast<float>(k) * 0x1p-23f;
+}
+
+/// Seeds of the three element streams.
+__host__ __device__ inline std::uint64_t key_seed(std::uint64_t seed) { return 4 * seed + 1; }
+__host__ __device__ inline std::uint64_t value_seed(std::uint64_t seed) { return 4 * seed + 2; }
+__host__ __device__ inline std::uint64_t query_seed(std::uint64_t seed) { return 4 * seed + 3; }
+
+template <class T>
+__host__ __device__ inline T query_element(std::uint64_t seed, std::uint64_t i)
+{
+  return pagedattn::ElementTraits<T>::from_float(3.f * hash_uniform(query_seed(seed), i));
+}
+
+/// Every sequence has seq_len tokens.
+struct DecodeShape {
+  int num_seqs = 1;
+  int seq_len = 1;
+  int num_heads = 1;
+  int num_kv_heads = 1;
+  int head_size = 128;
+  int block_size = 16;
+
+  __host__ __device__ int blocks_per_seq() const { return (seq_len + block_size - 1) / block_size; }
+  float scale() const { return 1.f / std::sqrt(float(head_size)); }
+  /// Index of K/V element (sequence, token, kv head, dim) in its hash stream.
+  __host__ __device__ std::uint64_t kv_index(int seq, std::int64_t token, int kv_head, int dim) const
+  {
+    const std::uint64_t tokens_per_seq = std::uint64_t(blocks_per_seq()) * block_size;
+    return ((seq * tokens_per_seq + std::uint64_t(token)) * num_kv_heads + kv_head) * head_size + dim;
+  }
+};
+
+/// Writes element i of the sequences' cache blocks, counted in logical order (sequence, block, kv head,
+/// dim, token), to its place in the paged K and V caches; tokens past seq_len in a sequence's last block
+/// get 0.
+template <class T>
+__host__ __device__ inline void fill_kv_element(T* key_cache, T* value_cache, const int* block_tables, const DecodeShape& s,
+                                                std::uint64_t seed, std::uint64_t i)
+{
+  using Traits = pagedattn::ElementTraits<T>;
+  constexpr int x = pagedattn::elements_per_vector<T>;
+  const int bps = s.blocks_per_seq();
+  const int t = int(i % s.block_size); i /= s.block_size;
+  const int d = int(i % s.head_size); i /= s.head_size;
+  const int kvh = int(i % s.num_kv_heads); i /= s.num_kv_heads;
+  const int b = int(i % bps);
+  const int seq = int(i / bps);
+  const std::int64_t token = std::int64_t(b) * s.block_size + t;
+  const std::uint64_t e = s.kv_index(seq, token, kvh, d);
+  const bool live = token < s.seq_len;
+  // key [block][kv_head][d / x][token][d % x], value [block][kv_head][d][token]
+  const std::uint64_t head_base = std::uint64_t(block_tables[std::size_t(seq) * bps + b]) * s.num_kv_heads + kvh;
+  key_cache[((head_base * (s.head_size / x) + d / x) * s.block_size + t) * x + d % x] =
+      Traits::from_float(live ? hash_uniform(key_seed(seed), e) : 0.f);
+  value_cache[(head_base * s.head_size + d) * s.block_size + t] = Traits::from_float(live ? hash_uniform(value_seed(seed), e) : 0.f);
+}
+
+template <class T>
+__global__ void fill_kv_cache_kernel(T* key_cache, T* value_cache, const int* block_tables, DecodeShape s, std::uint64_t seed)
+{
+  const std::uint64_t total = std::uint64_t(s.num_seqs) * s.blocks_per_seq() * s.num_kv_heads * s.head_size * s.block_size;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < total; i += std::uint64_t(gridDim.x) * blockDim.x)
+  {
+    fill_kv_element(key_cache, value_cache, block_tables, s, seed, i);
+  }
+}
+
+template <class T>
+__global__ void fill_query_kernel(T* query, std::uint64_t n, std::uint64_t seed)
+{
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
+  {
+    query[i] = query_element<T>(seed, i);
+  }
+}
+
+// ---- host side: block tables and the fp64 reference ---------------------------------------------------
+
+/// Block tables [num_seqs][blocks_per_seq]: a random permutation of the cache's blocks, so that every
+/// sequence's blocks are scattered over the cache as in a long-running server.
+inline std::vector<int> scattered_block_tables(const DecodeShape& s, std::uint64_t seed)
+{
+  std::vector<int> ids(static_cast<std::size_t>(s.num_seqs) * s.blocks_per_seq());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+/// fp64 attention of (seq, head), from the inputs regenerated with the hash (as rounded to T).
+template <class T>
+std::vector<double> reference_attention(const DecodeShape& s, std::uint64_t seed, int seq, int head)
+{
+  using Traits = pagedattn::ElementTraits<T>;
+  const int D = s.head_size, kvh = head / (s.num_heads / s.num_kv_heads);
+  auto kv = [&](std::uint64_t stream, int t, int d) {
+    return double(Traits::to_float(Traits::from_float(hash_uniform(stream, s.kv_index(seq, t, kvh, d)))));
+  };
+  std::vector<double> q(D);
+  for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(query_element<T>(seed, (std::uint64_t(seq) * s.num_heads + head) * D + d)); }
+  std::vector<double> score(std::size_t(s.seq_len));
+  for (int t = 0; t < s.seq_len; ++t)
+  {
+    double acc = 0;
+    for (int d = 0; d < D; ++d) { acc += q[d] * kv(key_seed(seed), t, d); }
+    score[t] = acc * double(s.scale());
+  }
+  const double m = *std::max_element(score.begin(), score.end());
+  std::vector<double> out(D, 0.0);
+  double sum = 0;
+  for (int t = 0; t < s.seq_len; ++t)
+  {
+    const double p = std::exp(score[t] - m);
+    sum += p;
+    for (int d = 0; d < D; ++d) { out[d] += p * kv(value_seed(seed), t, d); }
+  }
+  for (double& v : out) { v /= sum; }
+  return out;
+}
+
+/// n (sequence, head) pairs spread over the sequences and the heads (so over every KV head group).
+inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n)
+{
+  std::vector<std::pair<int, int>> pairs;
+  const int den = std::max(1, n - 1);
+  for (int i = 0; i < n; ++i) { pairs.push_back({i * (s.num_seqs - 1) / den, i * (s.num_heads - 1) / den}); }
+  return pairs;
+}
+
+/// Largest relative L2 error ||out - ref|| / ||ref|| of output [num_seqs][num_heads][head_size] over the
+/// pairs (+inf for a non-finite output); one host thread per pair.
+template <class T>
+double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
+                          const std::vector<std::pair<int, int>>& pairs)
+{
+  std::vector<double> errors(pairs.size());
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+  {
+    workers.emplace_back([&, i] {
+      const auto [seq, head] = pairs[i];
+      const std::vector<double> ref = reference_attention<T>(s, seed, seq, head);
+      double num = 0, den = 0;
+      for (int d = 0; d < s.head_size; ++d)
+      {
+        const double o = pagedattn::ElementTraits<T>::to_float(output[(std::size_t(seq) * s.num_heads + head) * s.head_size + d]);
+        num += (o - ref[d]) * (o - ref[d]);
+        den += ref[d] * ref[d];
+      }
+      errors[i] = std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
+    });
+  }
+  for (auto& w : workers) { w.join(); }
+  return *std::max_element(errors.begin(), errors.end());
+}
+
+// ---- device side -----------------------------------------------------------------------------------------
+
+/// Owning device array.
+template <class T>
+class DeviceArray {
+public:
+  explicit DeviceArray(std::size_t n) : n_(n) { PAGEDATTN_CHECK(cudaMalloc(&ptr_, std::max<std::size_t>(n, 1) * sizeof(T))); }
+  ~DeviceArray() { PAGEDATTN_CHECK(cudaFree(ptr_)); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return ptr_; }
+  std::size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) { PAGEDATTN_CHECK(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice)); }
+  std::vector<T> download() const
+  {
+    std::vector<T> host(n_);
+    PAGEDATTN_CHECK(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+private:
+  T* ptr_ = nullptr;
+  std::size_t n_;
+};
+
+/// A decode problem on the device: queries, K/V cache, block tables, seq_lens, and an output that starts as
+/// NaN (0xFF bytes), so that an unwritten output fails the check.
+template <class T>
+class PagedDecodeProblem {
+public:
+  PagedDecodeProblem(const DecodeShape& shape, std::uint64_t seed)
+      : s_(shape), seed_(seed), num_blocks_(std::int64_t(shape.num_seqs) * shape.blocks_per_seq()),
+        query_(std::size_t(shape.num_seqs) * shape.num_heads * shape.head_size), output_(query_.size()),
+        key_cache_(std::size_t(num_blocks_) * shape.num_kv_heads * shape.head_size * shape.block_size),
+        value_cache_(key_cache_.size()), block_tables_(std::size_t(num_blocks_)), seq_lens_(std::size_t(shape.num_seqs))
+  {
+    block_tables_.upload(scattered_block_tables(shape, seed));
+    seq_lens_.upload(std::vector<int>(std::size_t(shape.num_seqs), shape.seq_len));
+    fill_kv_cache_kernel<<<1024, 256>>>(key_cache_.get(), value_cache_.get(), block_tables_.get(), s_, seed);
+    PAGEDATTN_CHECK(cudaGetLastError());
+    fill_query_kernel<<<256, 256>>>(query_.get(), query_.size(), seed);
+    PAGEDATTN_CHECK(cudaGetLastError());
+    PAGEDATTN_CHECK(cudaMemset(output_.get(), 0xFF, output_.size() * sizeof(T)));
+    PAGEDATTN_CHECK(cudaDeviceSynchronize());
+  }
+
+  const DecodeShape& shape() const { return s_; }
+  T* output() const { return output_.get(); }
+  const T* query() const { return query_.get(); }
+  const T* key_cache() const { return key_cache_.get(); }
+  const T* value_cache() const { return value_cache_.get(); }
+  std::int64_t num_blocks() const { return num_blocks_; }
+  const int* block_tables() const { return block_tables_.get(); }
+  const int* seq_lens() const { return seq_lens_.get(); }
+  float scale() const { return s_.scale(); }
+
+  /// The arguments of DevicePagedAttention::Decode for this problem (the example fills them field by field).
+  pagedattn::DecodeArguments<T> arguments() const
+  {
+    pagedattn::DecodeArguments<T> a;
+    a.output = output();
+    a.query = query();
+    a.key_cache = key_cache();
+    a.value_cache = value_cache();
+    a.num_blocks = num_blocks_;
+    a.block_tables = block_tables();
+    a.max_blocks_per_seq = s_.blocks_per_seq();
+    a.seq_lens = seq_lens();
+    a.num_seqs = s_.num_seqs;
+    a.max_seq_len = s_.seq_len;
+    a.num_heads = s_.num_heads;
+    a.num_kv_heads = s_.num_kv_heads;
+    a.head_size = s_.head_size;
+    a.block_size = s_.block_size;
+    a.scale = scale();
+    return a;
+  }
+
+  /// Bytes a decode step must move at least: the K and V of every live token once (not the padding of
+  /// a sequence's last block, not the GQA re-reads, which a good kernel serves from one load), the
+  /// queries and the output. Block tables and the partition temporaries are not counted.
+  double bytes_moved() const
+  {
+    const double kv = 2.0 * s_.num_seqs * double(s_.seq_len) * s_.num_kv_heads * s_.head_size * sizeof(T);
+    return kv + 2.0 * double(query_.size()) * sizeof(T);
+  }
+
+  std::vector<T> download_output() const { return output_.download(); }
+
+  /// n (sequence, head) pairs spread over the sequences and the heads (so over every KV head group).
+  std::vector<std::pair<int, int>> sample_pairs(int n) const { return paged_decode::sample_pairs(s_, n); }
+
+  /// Largest relative L2 error of `output` (downloaded) against the fp64 reference over the pairs.
+  double max_relative_error(const std::vector<T>& output, const std::vector<std::pair<int, int>>& pairs) const
+  {
+    return paged_decode::max_relative_error(s_, seed_, output, pairs);
+  }
+
+private:
+  DecodeShape s_;
+  std::uint64_t seed_;
+  std::int64_t num_blocks_;
+  DeviceArray<T> query_, output_, key_cache_, value_cache_;
+  DeviceArray<int> block_tables_, seq_lens_;
+};
+
+// ---- timing ----------------------------------------------------------------------------------------------
+
+inline double median(std::vector<double> v)
+{
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Spins for `ns` nanoseconds (global timer): the host queues the work behind it meanwhile, so that the
+/// timed launches start back to back instead of waiting on the host's launch overhead.
+__global__ void hold_kernel(unsigned long long ns)
+{
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do
+  {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+inline void hold_stream(cudaStream_t stream, unsigned long long ns)
+{
+  hold_kernel<<<1, 1, 0, stream>>>(ns);
+  PAGEDATTN_CHECK(cudaGetLastError());
+}
+
+/// Owning pair of CUDA events.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair()
+  {
+    PAGEDATTN_CHECK(cudaEventCreate(&start));
+    PAGEDATTN_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair()
+  {
+    PAGEDATTN_CHECK(cudaEventDestroy(start));
+    PAGEDATTN_CHECK(cudaEventDestroy(stop));
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  double elapsed_us() const
+  {
+    float ms = 0;
+    PAGEDATTN_CHECK(cudaEventSynchronize(stop));
+    PAGEDATTN_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return 1e3 * ms;
+  }
+};
+
+/// Device-to-device copy bandwidth in GB/s (1e9 bytes/s), counting the bytes read plus the bytes written:
+/// the practical ceiling of a memory-bound kernel. Median of `reps` timed cudaMemcpyAsync of `bytes`.
+inline double device_copy_gbps(std::size_t bytes = std::size_t(2) << 30, int reps = 20)
+{
+  DeviceArray<char> src(bytes), dst(bytes);
+  PAGEDATTN_CHECK(cudaMemset(src.get(), 1, bytes));
+  PAGEDATTN_CHECK(cudaMemcpy(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice)); // warm-up
+  EventPair ev;
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i)
+  {
+    PAGEDATTN_CHECK(cudaEventRecord(ev.start));
+    PAGEDATTN_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice));
+    PAGEDATTN_CHECK(cudaEventRecord(ev.stop));
+    us.push_back(ev.elapsed_us());
+  }
+  return 2.0 * double(bytes) / (median(us) * 1e3);
+}
+
+/// Evicts the L2 cache by writing a buffer of 3x its size, so that a timed launch reads its inputs from
+/// HBM, as a decode step does in a server (the cache of one step was last touched a whole model ago).
+class L2Flush {
+public:
+  L2Flush() : buffer_(3 * std::size_t(l2_bytes())) {}
+  std::size_t bytes() const { return buffer_.size(); }
+  void operator()(cudaStream_t stream) const { PAGEDATTN_CHECK(cudaMemsetAsync(buffer_.get(), 0, buffer_.size(), stream)); }
+
+private:
+  static int l2_bytes()
+  {
+    int device = 0, l2 = 0;
+    PAGEDATTN_CHECK(cudaGetDevice(&device));
+    PAGEDATTN_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    return std::max(l2, 1 << 20);
+  }
+  DeviceArray<char> buffer_;
+};
+
+/// Median time in µs of n individually timed calls of launch() (one warm-up first). With a flush, the L2
+/// is flushed before each call, outside the timed interval; the stream is held meanwhile so that the host
+/// has queued the call before the start event is reached.
+template <class Launch>
+double median_launch_us(Launch&& launch, int n, cudaStream_t stream, const L2Flush* flush = nullptr)
+{
+  launch();
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  EventPair ev;
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i)
+  {
+    hold_stream(stream, 200'000);
+    if (flush) { (*flush)(stream); }
+    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
+    launch();
+    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
+    us.push_back(ev.elapsed_us());
+  }
+  return median(us);
+}
+
+/// "Hot" median in µs: n launches queued back to back behind a hold (L2 warm with whatever fits), each
+/// timed by the events recorded between consecutive launches.
+template <class Launch>
+double median_hot_us(Launch&& launch, int n, cudaStream_t stream)
+{
+  launch();
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  std::vector<cudaEvent_t> events(std::size_t(n) + 1);
+  for (auto& e : events) { PAGEDATTN_CHECK(cudaEventCreate(&e)); }
+  hold_stream(stream, 20'000'000);
+  PAGEDATTN_CHECK(cudaEventRecord(events[0], stream));
+  for (int i = 0; i < n; ++i)
+  {
+    launch();
+    PAGEDATTN_CHECK(cudaEventRecord(events[std::size_t(i) + 1], stream));
+  }
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i)
+  {
+    float ms = 0;
+    PAGEDATTN_CHECK(cudaEventElapsedTime(&ms, events[i], events[std::size_t(i) + 1]));
+    us.push_back(1e3 * ms);
+  }
+  for (auto& e : events) { PAGEDATTN_CHECK(cudaEventDestroy(e)); }
+  return median(us);
+}
+
+} // namespace paged_decode
