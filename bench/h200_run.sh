@@ -100,11 +100,11 @@ python3 - "$OUT" "$commit" "$gpu" "$ctest_rc" <<'PY'
 import json, re, sys, pathlib
 out, commit, gpu, ctest_rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tests = pathlib.Path(out, "h200-tests.txt").read_text()
-m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", tests)
+m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", tests)
 san = [l.split() for l in pathlib.Path(out, "h200-sanitizer.txt").read_text().splitlines() if not l.startswith("#")]
 summary = {
   "device": gpu, "commit": commit, "ctest_rc": ctest_rc,
-  "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2)) if m else None,
+  "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2) or 0) if m else None,
   "sanitizer": [{"tool": t, "binary": b, "errors": e.split("=")[1], "rc": r.split("=")[1]} for t, b, e, r in san],
 }
 errs = pathlib.Path(out, "logs", "errors.txt")
