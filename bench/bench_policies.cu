@@ -17,9 +17,10 @@
     if (e_ != cudaSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); std::exit(1); } \
   } while (0)
 
-template <int Threads, int Partition, int MinBlocks, int KeyChunks = 8>
+template <int Threads, int Partition, int MinBlocks, bool TensorCores = true, int KeyChunks = 8>
 struct Candidate {
   static constexpr int key_chunks_in_flight = KeyChunks;
+  static constexpr bool tensor_cores = TensorCores;
   static constexpr const char* name = "candidate";
   static constexpr int block_threads = Threads;
   static constexpr int partition_tokens = Partition;
@@ -147,13 +148,12 @@ int main(int argc, char** argv)
       CHECK_CUDA(cudaFree(temp));
     };
     time_policy(pagedattn::DefaultPagedAttentionPolicies{}, "default");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 3>>{}, "t128 p256 b3 k8");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 4>>{}, "t128 p256 b4 k8");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 4, 4>>{}, "t128 p256 b4 k4");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 3>>{}, "t128 p512 b3 k8");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 128, 4>>{}, "t128 p128 b4 k8");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 512, 2, 16>>{}, "t256 p512 b2 k16");
-    time_policy(pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>{}, "bi_v100");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 2>>{}, "mma t128 p256 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 2>>{}, "mma t128 p512 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 128, 3>>{}, "mma t128 p128 b3");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 512, 1>>{}, "mma t256 p512 b1");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 256, 2>>{}, "mma t256 p256 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 3, false>>{}, "fma t128 p256 b3");
     CHECK_CUDA(cudaFree(k)); CHECK_CUDA(cudaFree(v)); CHECK_CUDA(cudaFree(q)); CHECK_CUDA(cudaFree(o));
     CHECK_CUDA(cudaFree(tables)); CHECK_CUDA(cudaFree(lens));
   }

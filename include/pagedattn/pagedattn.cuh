@@ -7,11 +7,16 @@
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 #include <pagedattn/warp/warp_dot_product.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
+#include <pagedattn/warp/warp_mma.cuh>
 #include <pagedattn/block/attention_partial.cuh>
 #include <pagedattn/block/online_softmax_combine.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/warp_tile_context.cuh>
+#include <pagedattn/agent/warp_tile_cuda_core.cuh>
+#include <pagedattn/agent/warp_tile_tensor_core.cuh>
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/device/device_combine_partials.cuh>
 #include <pagedattn/device/device_paged_attention.cuh>

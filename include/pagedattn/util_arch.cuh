@@ -153,7 +153,8 @@ PAGEDATTN_DEVICE unsigned load_acquire(const unsigned* ptr)
   __threadfence();
   return value;
 }
-/// Nanoseconds of the GPU's global timer (coarse; for measuring protocol latencies only).
+/// Nanoseconds of the GPU's global timer (coarse; for measuring protocol latencies only). On BI-V100
+/// this is the SM clock counter (cycles, not nanoseconds): timings there are relative only.
 PAGEDATTN_DEVICE unsigned long long global_timer_ns()
 {
 #if defined(__ILUVATAR__)
@@ -165,8 +166,10 @@ PAGEDATTN_DEVICE unsigned long long global_timer_ns()
 #endif
 }
 
-/// Atomic ticket: returns the old value.
+/// Atomic ticket / counter: returns the old value.
 PAGEDATTN_DEVICE unsigned atomic_fetch_add(unsigned* ptr, unsigned value) { return atomicAdd(ptr, value); }
+/// Atomic maximum (timestamps).
+PAGEDATTN_DEVICE void atomic_max(unsigned long long* ptr, unsigned long long value) { atomicMax(ptr, value); }
 
 } // namespace arch
 } // namespace pagedattn

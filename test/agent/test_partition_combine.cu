@@ -221,3 +221,28 @@ TEST_CASE("combine partials: bad arguments are rejected with a message", "[combi
   CHECK(DeviceCombinePartials::Combine<head_dim>(temp.get(), bytes, nullptr, nullptr, nullptr, nullptr, 4, 8, 2) == cudaErrorInvalidValue);
   CHECK(pagedattn::last_error_message().find("d_partial_stats") != std::string::npos);
 }
+
+TEST_CASE("combine partials: a partition count outside [0, max_partitions] gives NaN for that segment only", "[combine][gpu]")
+{
+  test::require_gpu_or_skip();
+  std::mt19937_64 rng(test::test_seed() + 3);
+  const Problem p = make_problem(rng, {3, 4, 2, 4});
+  DeviceProblem d(p, temp_bytes_for(p));
+  d.counts.upload({3, -1, 2, 5}); // max_partitions is 4
+  for (auto algorithm : {PartitionCombineAlgorithm::single_pass, PartitionCombineAlgorithm::two_kernel})
+  {
+    const auto out = run(p, d, algorithm);
+    const std::size_t n = heads * head_dim;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+      REQUIRE(std::isnan(out[1 * n + i]));
+      REQUIRE(std::isnan(out[3 * n + i]));
+    }
+    std::vector<float> good(out.begin(), out.begin() + n);
+    std::vector<double> ref(p.reference.begin(), p.reference.begin() + n);
+    REQUIRE(test::relative_l2_error(good, ref) < 1e-5);
+    std::vector<float> good2(out.begin() + 2 * n, out.begin() + 3 * n);
+    std::vector<double> ref2(p.reference.begin() + 2 * n, p.reference.begin() + 3 * n);
+    REQUIRE(test::relative_l2_error(good2, ref2) < 1e-5);
+  }
+}

@@ -11,13 +11,22 @@ void check_limits()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << " head " << HeadDim << " max heads " << MaxHeads);
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  using Tile = typename Agent::WarpTile;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
-  CHECK(HeadDim % Agent::x == 0);                     // 16-byte key slices divide the head size
-  CHECK(Agent::chunks * Agent::x == HeadDim);
-  CHECK(Agent::tile_tokens % 8 == 0);                 // V vectors of 8 tokens never straddle a cache block
-  CHECK(Policy::partition_tokens % Agent::tile_tokens == 0);
-  CHECK(Policy::partition_tokens % 32 == 0);          // partitions never split a cache block
+  CHECK(HeadDim % 16 == 0);                               // 16-byte key slices, 16-dim mma steps
+  CHECK(Agent::tile_tokens % 8 == 0);                     // V vectors of 8 tokens never straddle a cache block
+  CHECK(Policy::partition_tokens % 32 == 0);              // partitions never split a cache block
+  CHECK(MaxHeads <= Tile::max_heads);
+  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
+  {
+    CHECK(Tile::chunk_quads * 32 + (Tile::tail_step ? 16 : 0) == HeadDim); // the k-steps cover the head exactly
+    CHECK(Tile::m_tiles * 16 == HeadDim);
+  }
+  else
+  {
+    CHECK(Tile::chunks * Tile::x == HeadDim);
+  }
 }
 
 template <class Policy, class T, int... HeadDims>
@@ -68,6 +77,9 @@ TEST_CASE("policies: shared memory within budget, threads a multiple of the warp
   check_all_types<pagedattn::PagedAttentionPolicySm90>();
   CHECK(pagedattn::PagedAttentionPolicyBIV100::smem_budget_bytes == 48 * 1024);
   CHECK(pagedattn::PagedAttentionPolicyBIV100::partition_tokens == 512);
+  CHECK_FALSE(pagedattn::PagedAttentionPolicyBIV100::tensor_cores); // no inline PTX there
+  CHECK(pagedattn::detail::uses_tensor_cores<__half, pagedattn::PagedAttentionPolicySm90>);
+  CHECK_FALSE(pagedattn::detail::uses_tensor_cores<float, pagedattn::PagedAttentionPolicySm90>);
 }
 
 TEST_CASE("policy chain: sm_90 from compute capability 9.0, sm_80 below", "[policy][host]")

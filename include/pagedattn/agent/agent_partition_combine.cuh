@@ -33,8 +33,8 @@
 
 namespace pagedattn {
 
-/// Back-off of the look-back poll: the first polls spin, later ones sleep, doubling up to a cap. The cap
-/// stays short (the tail after the last partition's publish is what the caller waits for).
+/// Back-off of the look-back poll: the first retry is immediate, later ones sleep, doubling from 32 ns up
+/// to a 512 ns cap. The cap stays short: the tail after the last partition is what the caller waits for.
 struct LookbackBackoff {
   static constexpr unsigned first_sleep_ns = 32;
   static constexpr unsigned max_sleep_ns = 512;
@@ -95,7 +95,7 @@ public:
     __syncthreads();
     if (threadIdx.x == 0)
     {
-      if (timing) { atomicMax(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
+      if (timing) { arch::atomic_max(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
       const unsigned arrived = arch::atomic_fetch_add(state.arrivals + state.group_index(segment, group), 1u);
       temp_.last_arrival = arrived == static_cast<unsigned>(group_size - 1);
       arch::fence_device(); // the last arrival sees every other block's stores
@@ -306,7 +306,7 @@ private:
     WriteOutput_(write);
     if (timing && threadIdx.x == 0)
     {
-      __threadfence();
+      arch::fence_device();
       timing->output_written_ns = arch::global_timer_ns();
     }
   }

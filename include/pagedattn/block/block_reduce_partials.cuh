@@ -41,19 +41,29 @@ public:
   {
     const int warp = arch::warp_id();
     const int lane = arch::lane_id();
-    if (lane == 0)
-    {
-      temp_.max_score[warp] = partial.max_score;
-      temp_.exp_sum[warp] = partial.exp_sum;
-    }
+    if (lane == 0) { StoreWarpStats(warp, partial.max_score, partial.exp_sum); }
 #pragma unroll
     for (int i = 0; i < WarpAttentionPartial<HeadDim>::items_per_lane; ++i)
     {
       const int d = WarpAttentionPartial<HeadDim>::dim(lane, i);
-      if (d < HeadDim) { temp_.weighted_v[warp][d] = partial.weighted_v[i]; }
+      if (d < HeadDim) { StoreWarpValue(warp, d, partial.weighted_v[i]); }
     }
-    __syncthreads();
+    return ReduceStored();
+  }
 
+  /// For warps whose partial is spread over the lanes differently (e.g. in tensor-core fragments): each
+  /// warp stores its statistics once and every weighted_v[d] once, then every thread calls ReduceStored().
+  PAGEDATTN_DEVICE void StoreWarpStats(int warp, float max_score, float exp_sum)
+  {
+    temp_.max_score[warp] = max_score;
+    temp_.exp_sum[warp] = exp_sum;
+  }
+  PAGEDATTN_DEVICE void StoreWarpValue(int warp, int d, float value) { temp_.weighted_v[warp][d] = value; }
+
+  /// Fold the stored warp partials in warp order (a fixed left fold). Two __syncthreads().
+  PAGEDATTN_DEVICE Stats ReduceStored()
+  {
+    __syncthreads();
     Stats stats{temp_.max_score[0], temp_.exp_sum[0]};
     for (int w = 1; w < warps; ++w)
     {

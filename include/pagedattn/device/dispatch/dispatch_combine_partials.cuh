@@ -4,6 +4,7 @@
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/util_error.cuh>
 
+#include <cstdint>
 #include <string>
 
 namespace pagedattn {
@@ -70,11 +71,21 @@ struct FloatOutputWriter {
   }
 };
 
-/// Zero output for a segment with no partition (empty softmax).
-PAGEDATTN_DEVICE void write_zero_segment(float* segment_output, int n)
+/// Fill a segment's output: zeros for a segment with no partition (empty softmax), NaN for a partition
+/// count outside [0, max_partitions] (never trusted to index the counters).
+PAGEDATTN_DEVICE void fill_segment(float* segment_output, int n, float value)
 {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) { segment_output[i] = 0.f; }
+  for (int i = threadIdx.x; i < n; i += blockDim.x) { segment_output[i] = value; }
 }
+
+/// A segment's partition count, or -1 when it lies outside [0, max_partitions].
+PAGEDATTN_DEVICE int checked_partitions(const CombinePartialsParams& p, int segment)
+{
+  const int n = p.num_partitions[segment];
+  return n < 0 || n > p.max_partitions ? -1 : n;
+}
+
+PAGEDATTN_DEVICE float quiet_nan() { return __int_as_float(0x7fc00000); }
 
 template <int HeadDim, int MaxHeads>
 __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_kernel(CombinePartialsParams p)
@@ -86,9 +97,9 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
   if (threadIdx.x == 0) { ticket = arch::atomic_fetch_add(p.state.ticket, 1u); }
   __syncthreads();
   const auto [segment, partition] = tile_of_ticket(ticket, p.max_partitions);
-  const int num_partitions = p.num_partitions[segment];
+  const int num_partitions = checked_partitions(p, segment);
   float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
-  if (num_partitions == 0 && partition == 0) { write_zero_segment(out, p.heads * HeadDim); }
+  if (num_partitions <= 0 && partition == 0) { fill_segment(out, p.heads * HeadDim, num_partitions == 0 ? 0.f : quiet_nan()); }
   if (partition >= num_partitions) { return; }
 
   const std::size_t tile = p.state.tile_index(segment, partition);
@@ -105,7 +116,7 @@ __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel
   __shared__ typename Agent::TempStorage temp;
   __shared__ CombineStaging<HeadDim, MaxHeads> own;
   const int segment = blockIdx.x / p.max_partitions, partition = blockIdx.x % p.max_partitions;
-  if (partition >= p.num_partitions[segment]) { return; }
+  if (partition >= checked_partitions(p, segment)) { return; }
   own.load(p, blockIdx.x);
   debug_delay(p.debug.max_delay_ns, blockIdx.x);
   Agent(temp, p.heads).StoreAggregate(p.state, segment, partition, own.stats, own.values);
@@ -117,9 +128,13 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
   using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
   __shared__ typename Agent::TempStorage temp;
   const int segment = blockIdx.x;
-  const int num_partitions = p.num_partitions[segment];
+  const int num_partitions = checked_partitions(p, segment);
   float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
-  if (num_partitions == 0) { write_zero_segment(out, p.heads * HeadDim); return; }
+  if (num_partitions <= 0)
+  {
+    fill_segment(out, p.heads * HeadDim, num_partitions == 0 ? 0.f : quiet_nan());
+    return;
+  }
   Agent(temp, p.heads).FoldSegment(p.state, segment, num_partitions, FloatOutputWriter{out, HeadDim});
 }
 
@@ -129,11 +144,11 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
                                       int num_segments, int max_partitions, int heads, PartitionCombineAlgorithm algorithm,
                                       cudaStream_t stream, const CombineDebugOptions& debug)
 {
-  if (num_segments < 0) { return fail(cudaErrorInvalidValue, "num_segments must be >= 0"); }
-  if (max_partitions < 1) { return fail(cudaErrorInvalidValue, "max_partitions must be >= 1"); }
+  if (num_segments < 0) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: num_segments must be >= 0"); }
+  if (max_partitions < 1) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: max_partitions must be >= 1"); }
   if (heads < 1 || heads > MaxHeads)
   {
-    return fail(cudaErrorInvalidValue, "heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
+    return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
   }
   const PartitionTileLayout layout(static_cast<std::size_t>(num_segments), max_partitions, heads, HeadDim);
   if (d_temp_storage == nullptr)
@@ -143,13 +158,14 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
   }
   if (temp_storage_bytes < layout.total_bytes)
   {
-    return fail(cudaErrorInvalidValue, "temp_storage_bytes too small: " + std::to_string(temp_storage_bytes) + " < " +
+    return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: temp_storage_bytes too small: " + std::to_string(temp_storage_bytes) + " < " +
                                            std::to_string(layout.total_bytes));
   }
-  if (!d_partial_stats) { return fail(cudaErrorInvalidValue, "d_partial_stats is null"); }
-  if (!d_partial_values) { return fail(cudaErrorInvalidValue, "d_partial_values is null"); }
-  if (!d_num_partitions) { return fail(cudaErrorInvalidValue, "d_num_partitions is null"); }
-  if (!d_output) { return fail(cudaErrorInvalidValue, "d_output is null"); }
+  if (!d_partial_stats) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: d_partial_stats is null"); }
+  if (!d_partial_values) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: d_partial_values is null"); }
+  if (!d_num_partitions) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: d_num_partitions is null"); }
+  if (!d_output) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: d_output is null"); }
+  if (reinterpret_cast<std::uintptr_t>(d_output) % 16) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: d_output must be 16-byte aligned"); }
   if (num_segments == 0) { return cudaSuccess; }
 
   CombinePartialsParams p{d_partial_stats, d_partial_values, d_num_partitions, d_output, num_segments, max_partitions, heads,

@@ -35,7 +35,8 @@ struct DecodeArguments {
   int block_size = 0;
   float scale = 0.f;
   const float* alibi_slopes = nullptr; ///< [num_heads] or null
-  unsigned* error_count = nullptr;     ///< optional: incremented once per thread block that met invalid data
+  unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
+                                       ///< +1 per thread block that met a block id outside the cache
 };
 
 /// Head sizes the library supports (and instantiates by default).
@@ -131,19 +132,26 @@ void launch(const PagedAttentionParams<T>& params, unsigned grid, int block_thre
   paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain><<<grid, block_threads, 0, stream>>>(params);
 }
 
-template <class T, class PolicyChain, int HeadDim>
-void launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, int block_threads, cudaStream_t stream)
+/// Kernel instantiations per head size: 1, 4 and 8 heads for the CUDA-core tile; the tensor-core tile
+/// always computes 8 heads (the mma's n), so one instantiation serves every group.
+template <class T, class PolicyChain, class Policy, int HeadDim>
+void launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
 {
-  if (max_heads == 1) { launch<T, PolicyChain, HeadDim, 1>(params, grid, block_threads, stream); }
-  else if (max_heads == 4) { launch<T, PolicyChain, HeadDim, 4>(params, grid, block_threads, stream); }
-  else { launch<T, PolicyChain, HeadDim, 8>(params, grid, block_threads, stream); }
+  constexpr int threads = Policy::block_threads;
+  if constexpr (uses_tensor_cores<T, Policy>) { launch<T, PolicyChain, HeadDim, 8>(params, grid, threads, stream); }
+  else
+  {
+    if (max_heads == 1) { launch<T, PolicyChain, HeadDim, 1>(params, grid, threads, stream); }
+    else if (max_heads == 4) { launch<T, PolicyChain, HeadDim, 4>(params, grid, threads, stream); }
+    else { launch<T, PolicyChain, HeadDim, 8>(params, grid, threads, stream); }
+  }
 }
 
-template <class T, class PolicyChain, int... HeadDims>
+template <class T, class PolicyChain, class Policy, int... HeadDims>
 void launch_head_dim(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, const PagedAttentionParams<T>& params,
-                     unsigned grid, int block_threads, cudaStream_t stream)
+                     unsigned grid, cudaStream_t stream)
 {
-  ((head_size == HeadDims ? launch_heads<T, PolicyChain, HeadDims>(max_heads, params, grid, block_threads, stream) : void()), ...);
+  ((head_size == HeadDims ? launch_heads<T, PolicyChain, Policy, HeadDims>(max_heads, params, grid, stream) : void()), ...);
 }
 
 /// Shapes the launch derives from the arguments and the policy.
@@ -231,8 +239,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       // Init pass in the stream: ticket, arrival counters and statuses back to zero (captured by graphs).
       PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, plan.layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
     }
-    launch_head_dim<T, PolicyChain>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid),
-                                    Policy::block_threads, stream);
+    launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid), stream);
     return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
   });
 }

@@ -3,9 +3,11 @@
 // and the chain that picks one (CUB's ChainedPolicy idea, reduced to what pagedattn needs).
 //
 // Device code takes the policy of the architecture it is compiled for (__CUDA_ARCH__, or __ILUVATAR__);
-// host code takes the one for the device's compute capability. The two always agree: a binary built for
-// sm_80 and sm_90 runs the sm_90 code on cc >= 9.0 (the sm_90 PTX is JIT-compiled on newer parts) and
-// the sm_80 code below it.
+// host code takes the one for the device's compute capability. They agree when the binary holds code for
+// the device's architecture family (the default 80;90 build: sm_90 code on cc >= 9.0, sm_80 below). A
+// binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
+// sm_90 host policy: harmless while both share block_threads and the tile kind (partition_tokens travels
+// at run time), which test/device/test_policy_host.cu checks.
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -18,14 +20,16 @@ namespace pagedattn {
 
 /// Iluvatar BI-V100: 64-lane warps, CUDA cores only, no inline PTX, and the seeds' 48 KB shared-memory
 /// budget (their K and V tiles of 32 x 256 fp16 took 32 KB of it; this kernel streams K and V through
-/// registers and keeps only scores, partials and the combine's staging in shared memory).
+/// registers and keeps the queries, softmax weights, the block reduce, the block's partial and the
+/// combine's scratch in shared memory).
 struct PagedAttentionPolicyBIV100 {
   static constexpr const char* name = "bi_v100";
   static constexpr int block_threads = 4 * warp_threads;  ///< 4 warps (256 threads at 64 lanes)
   static constexpr int partition_tokens = 512;             ///< the seeds' partition size, tunable
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 1;
-  static constexpr int key_chunks_in_flight = 4; ///< 16-byte key loads a lane issues before using them
+  static constexpr int key_chunks_in_flight = 4; ///< CUDA-core tile: 16-byte key loads in flight per lane
+  static constexpr bool tensor_cores = false;     ///< no inline PTX on BI-V100: CUDA cores only
 };
 
 /// NVIDIA Ampere (sm_80, sm_86, sm_89).
@@ -36,10 +40,11 @@ struct PagedAttentionPolicySm80 {
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8;
+  static constexpr bool tensor_cores = true; ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
 };
 
 /// NVIDIA Hopper (sm_90): 132 SMs want more partitions per sequence. Chosen with bench/bench_policies.cu
-/// (bench/NOTES.md): 3 blocks of 128 threads per SM beat 2 (more loads in flight) on large batches.
+/// (bench/NOTES.md): partitions of 256 tokens balance long sequences against 1x16384 and 1x1000.
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
@@ -47,6 +52,7 @@ struct PagedAttentionPolicySm90 {
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 3;
   static constexpr int key_chunks_in_flight = 8;
+  static constexpr bool tensor_cores = true; ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.

@@ -1,0 +1,36 @@
+#pragma once
+// The resolved arguments of one decode launch, as the kernel sees them.
+#include <cstdint>
+
+#include <pagedattn/agent/partition_tile_state.cuh>
+
+namespace pagedattn {
+
+/// Everything a decode launch needs, resolved by the dispatch (device pointers, strides in elements).
+template <class T>
+struct PagedAttentionParams {
+  const T* query;
+  std::int64_t query_seq_stride, query_head_stride;
+  const T* key_cache;   ///< [num_blocks][num_kv_heads][head_size / x][block_size][x]
+  const T* value_cache; ///< [num_blocks][num_kv_heads][head_size][block_size]
+  std::int64_t num_blocks;
+  const int* block_tables; ///< [num_seqs][max_blocks_per_seq]
+  int max_blocks_per_seq;
+  const int* seq_lens;
+  int max_seq_len;
+  int num_kv_heads, block_size;
+  float scale;
+  const float* alibi_slopes; ///< [num_heads] or null
+  T* output;
+  std::int64_t output_seq_stride, output_head_stride;
+  unsigned* error_count; ///< optional
+
+  // Derived by the dispatch.
+  int heads_per_tile, head_tiles; ///< the GQA group of a KV head, split into tiles of <= MaxHeads heads
+  int gqa_ratio;
+  int partition_tokens, max_partitions;
+  bool use_tickets; ///< partitioned path: tickets + look-back; single-partition path: blockIdx
+  PartitionTileState state;
+};
+
+} // namespace pagedattn

@@ -1,0 +1,186 @@
+#pragma once
+// The CUDA-core warp tile of the paged decode (every type; the only path for fp32 and on BI-V100).
+//
+// A warp folds warp_threads tokens at a time into one running WarpAttentionPartial per query head:
+//   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
+//       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
+//       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
+//   softmax: the tile's scores per head, relative to the tile maximum (WarpReduceShfl max and sum),
+//       folded in with begin_chunk(); the weights go to per-warp shared memory.
+//   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens per
+//       16 bytes for fp16) once for all heads.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/warp_tile_context.cuh>
+#include <pagedattn/util_type.cuh>
+#include <pagedattn/warp/warp_attention_partial.cuh>
+#include <pagedattn/warp/warp_reduce_shfl.cuh>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int MaxHeads, int Warps, class Policy>
+class WarpTileCudaCore {
+public:
+  static constexpr int tile_tokens = warp_threads;  ///< one token per lane
+  static constexpr int max_heads = MaxHeads;
+  static constexpr int x = elements_per_vector<T>;
+  static constexpr int chunks = HeadDim / x;        ///< 16-byte slices of one key
+  static constexpr int v_vectors = tile_tokens / 8; ///< 8-token V vectors per tile (8 = smallest block)
+  static constexpr int v_loads = 8 / x;             ///< 16-byte loads per 8-token V vector (1 or 2)
+  using Partial = WarpAttentionPartial<HeadDim>;
+  static_assert(8 % x == 0, "an 8-token V vector is a whole number of 16-byte loads");
+
+  /// Block-wide: the group's queries, pre-scaled, fp32.
+  struct SharedStorage {
+    alignas(16) float query[MaxHeads][HeadDim];
+  };
+  /// Per-warp scratch of the main loop (may alias other storage after the loop).
+  struct LoopStorage {
+    alignas(16) float weights[Warps][MaxHeads][tile_tokens];
+  };
+
+  /// Block-wide: queries to shared memory. The caller syncs before the first Consume().
+  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T>& p, int seq, int first_head,
+                                           int heads, int block_threads)
+  {
+    for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
+    {
+      const int g = i / HeadDim, d = i % HeadDim;
+      shared.query[g][d] =
+          g < heads ? ElementTraits<T>::to_float(p.query[seq * p.query_seq_stride + (first_head + g) * p.query_head_stride + d]) * p.scale
+                    : 0.f;
+    }
+  }
+
+  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T>& p, int /*seq*/,
+                                   int /*first_head*/, int /*heads*/)
+      : shared_(shared), loop_(loop), p_(p)
+  {
+#pragma unroll
+    for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }
+  }
+
+  /// Fold tokens [token0, min(token0 + tile_tokens, end_token)) into the warp's partials.
+  PAGEDATTN_DEVICE void Consume(const WarpTileContext& c)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) * p_.block_size;
+    const int pos = c.token0 + lane;
+    const bool live = pos < c.end_token;
+    const std::int64_t head_offset = (static_cast<std::int64_t>(c.lane_block_id) * p_.num_kv_heads + c.kv_head) * head_elems;
+
+    // QK: the lane's whole key against every query of the group.
+    float score[MaxHeads];
+#pragma unroll
+    for (int g = 0; g < MaxHeads; ++g) { score[g] = 0.f; }
+    if (live)
+    {
+      const T* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
+#pragma unroll(Policy::key_chunks_in_flight)
+      for (int ch = 0; ch < chunks; ++ch)
+      {
+        float kf[x];
+        load_vector_as_float(k + static_cast<std::int64_t>(ch) * p_.block_size * x, kf);
+#pragma unroll
+        for (int g = 0; g < MaxHeads; ++g)
+        {
+          if (g < c.heads)
+          {
+#pragma unroll
+            for (int e = 0; e < x; e += 4)
+            {
+              const float4 q = *reinterpret_cast<const float4*>(&shared_.query[g][ch * x + e]);
+              score[g] = fmaf(q.x, kf[e], score[g]);
+              score[g] = fmaf(q.y, kf[e + 1], score[g]);
+              score[g] = fmaf(q.z, kf[e + 2], score[g]);
+              score[g] = fmaf(q.w, kf[e + 3], score[g]);
+            }
+          }
+        }
+      }
+    }
+
+    // softmax of the tile per head, relative to the tile maximum, folded in with begin_chunk().
+#pragma unroll
+    for (int g = 0; g < MaxHeads; ++g)
+    {
+      if (g < c.heads)
+      {
+        float s = -INFINITY;
+        if (live)
+        {
+          s = p_.alibi_slopes ? fmaf(p_.alibi_slopes[c.first_head + g], static_cast<float>(pos - c.seq_len + 1), score[g]) : score[g];
+        }
+        const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
+        const float e = live ? expf(s - tile_max) : 0.f;
+        const float beta = partial_[g].begin_chunk(tile_max, WarpReduceShfl<float>::AllSum(e));
+        loop_.weights[warp][g][lane] = beta * e;
+      }
+    }
+    arch::sync_warp();
+
+    // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per 16 bytes (fp16).
+#pragma unroll
+    for (int j = 0; j < v_vectors; ++j)
+    {
+      const int vpos = c.token0 + 8 * j;
+      const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
+      if (vpos >= c.end_token) { break; }                        // uniform
+      const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
+      const T* v = p_.value_cache + (static_cast<std::int64_t>(vblock) * p_.num_kv_heads + c.kv_head) * head_elems + vpos % p_.block_size;
+#pragma unroll
+      for (int i = 0; i < Partial::items_per_lane; ++i)
+      {
+        const int d = Partial::dim(lane, i);
+        if (d < HeadDim)
+        {
+          float vf[8];
+#pragma unroll
+          for (int l = 0; l < v_loads; ++l)
+          {
+            float part[x];
+            load_vector_as_float(v + static_cast<std::int64_t>(d) * p_.block_size + l * x, part);
+#pragma unroll
+            for (int e = 0; e < x; ++e) { vf[l * x + e] = part[e]; }
+          }
+          if (valid < 8)
+          {
+#pragma unroll
+            for (int t = 0; t < 8; ++t) { vf[t] = t < valid ? vf[t] : 0.f; }
+          }
+#pragma unroll
+          for (int g = 0; g < MaxHeads; ++g)
+          {
+            if (g < c.heads)
+            {
+              const float4 w0 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j]);
+              const float4 w1 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j + 4]);
+              float acc = partial_[g].weighted_v[i];
+              acc = fmaf(w0.x, vf[0], acc);
+              acc = fmaf(w0.y, vf[1], acc);
+              acc = fmaf(w0.z, vf[2], acc);
+              acc = fmaf(w0.w, vf[3], acc);
+              acc = fmaf(w1.x, vf[4], acc);
+              acc = fmaf(w1.y, vf[5], acc);
+              acc = fmaf(w1.z, vf[6], acc);
+              acc = fmaf(w1.w, vf[7], acc);
+              partial_[g].weighted_v[i] = acc;
+            }
+          }
+        }
+      }
+    }
+    arch::sync_warp(); // the weights are rewritten by the warp's next tile
+  }
+
+  /// Block-wide: merge every warp's partial of head g (g a compile-time-unrolled index) with `reduce`.
+  template <class Reduce>
+  PAGEDATTN_DEVICE typename Reduce::Stats ReduceHead(Reduce& reduce, int g) const { return reduce.Reduce(partial_[g]); }
+
+private:
+  const SharedStorage& shared_;
+  LoopStorage& loop_;
+  const PagedAttentionParams<T>& p_;
+  Partial partial_[MaxHeads];
+};
+
+} // namespace pagedattn

@@ -1,0 +1,43 @@
+#pragma once
+// Level 1 (tensor cores): one warp-wide mma.sync m16n8k16 with fp32 accumulation, for fp16 and bf16
+// operands (sm_80 and newer; not available on BI-V100, which has no inline PTX).
+//
+// Fragment ownership (PTX ISA, "Matrix Fragments for mma.m16n8k16"), with g = lane / 4, q = lane % 4:
+//   A (16 x 16, row-major): a0 = A[g][2q..2q+1], a1 = A[g+8][2q..2q+1], a2 = A[g][2q+8..2q+9], a3 = A[g+8][2q+8..2q+9]
+//   B (16 x 8, column-major): b0 = B[2q..2q+1][g], b1 = B[2q+8..2q+9][g]
+//   C (16 x 8, fp32): c0 = C[g][2q], c1 = C[g][2q+1], c2 = C[g+8][2q], c3 = C[g+8][2q+1]
+// Each a/b register holds two consecutive k elements of the 16-bit type.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include <pagedattn/config.cuh>
+
+namespace pagedattn {
+
+template <class T>
+PAGEDATTN_DEVICE void mma_m16n8k16(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2, std::uint32_t a3,
+                                   std::uint32_t b0, std::uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  if constexpr (std::is_same_v<T, __half>)
+  {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  else
+  {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "mma_m16n8k16: fp16 or bf16 operands");
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+#else
+  (void)c; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
+  __trap(); // the dispatch never selects the tensor-core path below sm_80
+#endif
+}
+
+} // namespace pagedattn
