@@ -2,7 +2,8 @@
 # Build here (compiling is free on this machine) what bench/h200_run.sh runs on the H200, for sm_90 only,
 # into build-h200/ (git-ignored), recording the commit and the source path that CTest's files hold.
 # The binaries, CTest files and commit stamp (no object files) are staged in .carry/build-h200 (git-ignored);
-# then call the device tool with: command "bash bench/h200_run.sh", carry [".carry"].
+# then call the device tool with: command "bash bench/h200_run.sh", carry [".carry", ".seed"] (.seed from
+# bench/fetch_seed.sh: the seed's Triton kernel for the side-by-side benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
