@@ -17,15 +17,16 @@
     if (e_ != cudaSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); std::exit(1); } \
   } while (0)
 
-template <int Threads, int Partition, int MinBlocks, bool TensorCores = true, int KeyChunks = 8>
+template <int Threads, int Partition, int MinBlocks, int Stages>
 struct Candidate {
-  static constexpr int key_chunks_in_flight = KeyChunks;
-  static constexpr bool tensor_cores = TensorCores;
+  static constexpr int key_chunks_in_flight = 8;
+  static constexpr bool tensor_cores = true;
   static constexpr const char* name = "candidate";
   static constexpr int block_threads = Threads;
   static constexpr int partition_tokens = Partition;
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
+  static constexpr int stages = Stages;
 };
 
 __global__ void fill_random(__half* p, std::size_t n, unsigned seed)
@@ -148,12 +149,12 @@ int main(int argc, char** argv)
       CHECK_CUDA(cudaFree(temp));
     };
     time_policy(pagedattn::DefaultPagedAttentionPolicies{}, "default");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 2>>{}, "mma t128 p256 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 2>>{}, "mma t128 p512 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 128, 3>>{}, "mma t128 p128 b3");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 512, 1>>{}, "mma t256 p512 b1");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 256, 2>>{}, "mma t256 p256 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 3, false>>{}, "fma t128 p256 b3");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 2, 3>>{}, "w4 p256 s3 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 1024, 2, 3>>{}, "w4 p1024 s3 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 1, 5>>{}, "w4 p512 s5 b1");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 3, 2>>{}, "w4 p512 s2 b3");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<256, 512, 2, 3>>{}, "w8 p512 s3 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 1024, 1, 6>>{}, "w4 p1024 s6 b1");
     CHECK_CUDA(cudaFree(k)); CHECK_CUDA(cudaFree(v)); CHECK_CUDA(cudaFree(q)); CHECK_CUDA(cudaFree(o));
     CHECK_CUDA(cudaFree(tables)); CHECK_CUDA(cudaFree(lens));
   }

@@ -16,7 +16,10 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/agent/warp_tile_cuda_core.cuh>
-#include <pagedattn/agent/warp_tile_tensor_core.cuh>
+#include <pagedattn/agent/partition_fold_cuda_core.cuh>
+#include <pagedattn/agent/kv_tile_stage.cuh>
+#include <pagedattn/agent/block_tile_tensor_core.cuh>
+#include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/device/device_combine_partials.cuh>
 #include <pagedattn/device/device_paged_attention.cuh>

@@ -1,7 +1,8 @@
 #pragma once
-// The one architecture header: the hardware warp width and every shuffle, vote, fence, sleep and
-// cache-modified memory access pagedattn uses. Nothing else in the library names a warp width literally
-// or calls an intrinsic directly, so porting to another CUDA dialect means editing this file alone.
+// The one architecture header: the hardware warp width and every shuffle, vote, fence, sleep,
+// asynchronous copy and cache-modified memory access pagedattn uses. Nothing else in the library names a
+// warp width literally or calls an intrinsic directly (warp/warp_mma.cuh holds the one mma.sync), so
+// porting to another CUDA dialect means editing this file alone.
 //
 //   NVIDIA (sm_70+) : 32-lane warps, PTX cache operators, acquire/release via fences.
 //   Iluvatar BI-V100 (__ILUVATAR__): 64-lane warps, no inline PTX, no __nanosleep; volatile accesses plus
@@ -163,6 +164,38 @@ PAGEDATTN_DEVICE unsigned long long global_timer_ns()
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#endif
+}
+
+// ---- asynchronous global -> shared copies (cp.async on sm_80+; a plain copy elsewhere) ----------------
+/// Copy 16 bytes from global to shared memory without holding them in registers: the first src_bytes
+/// (0..16) come from `src`, the rest of the 16 are zero-filled. src_bytes == 0 reads nothing (`src` must
+/// still be a valid address). Completion: copy_async_commit() closes a group, copy_async_wait<N>() waits
+/// until at most N of this thread's groups are pending; a __syncthreads() then publishes them block-wide.
+PAGEDATTN_DEVICE void copy_async_16(void* dst, const void* src, int src_bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(src), "r"(src_bytes) : "memory");
+#else
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  for (int i = 0; i < 16; ++i) { d[i] = i < src_bytes ? s[i] : 0; }
+#endif
+}
+/// Close this thread's current group of asynchronous copies.
+PAGEDATTN_DEVICE void copy_async_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Wait until at most `Pending` of this thread's committed groups are still in flight.
+template <int Pending>
+PAGEDATTN_DEVICE void copy_async_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 

@@ -11,21 +11,27 @@ void check_limits()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << " head " << HeadDim << " max heads " << MaxHeads);
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
-  using Tile = typename Agent::WarpTile;
+  using Fold = typename Agent::Fold;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
-  CHECK(HeadDim % 16 == 0);                               // 16-byte key slices, 16-dim mma steps
-  CHECK(Agent::tile_tokens % 8 == 0);                     // V vectors of 8 tokens never straddle a cache block
-  CHECK(Policy::partition_tokens % 32 == 0);              // partitions never split a cache block
-  CHECK(MaxHeads <= Tile::max_heads);
+  CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
+  CHECK(Policy::partition_tokens % 32 == 0); // partitions never split a cache block
+  CHECK(Policy::partition_tokens % Fold::tile_tokens == 0);
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
-    CHECK(Tile::chunk_quads * 32 + (Tile::tail_step ? 16 : 0) == HeadDim); // the k-steps cover the head exactly
-    CHECK(Tile::m_tiles * 16 == HeadDim);
+    using Tile = typename Fold::Tile;
+    CHECK(MaxHeads <= Tile::max_heads);
+    CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head
+    CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
+    CHECK(Fold::tile_tokens == 32);                                    // one lane per token; whole cache blocks
+    CHECK(Fold::stages >= 2);
   }
   else
   {
+    using Tile = typename Fold::WarpTile;
+    CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::chunks * Tile::x == HeadDim);
+    CHECK(Fold::tile_tokens % 8 == 0); // V vectors of 8 tokens never straddle a cache block
   }
 }
 
@@ -80,6 +86,29 @@ TEST_CASE("policies: shared memory within budget, threads a multiple of the warp
   CHECK_FALSE(pagedattn::PagedAttentionPolicyBIV100::tensor_cores); // no inline PTX there
   CHECK(pagedattn::detail::uses_tensor_cores<__half, pagedattn::PagedAttentionPolicySm90>);
   CHECK_FALSE(pagedattn::detail::uses_tensor_cores<float, pagedattn::PagedAttentionPolicySm90>);
+}
+
+// A binary built for sm_80 only runs its sm_80 device code on Hopper while the host sizes shared memory
+// with the sm_90 policy (tuning_paged_attention.cuh): that must never give the kernel less than it uses.
+template <class T, int... HeadDims>
+void check_sm80_code_fits_sm90_launch(std::integer_sequence<int, HeadDims...>)
+{
+  using pagedattn::detail::paged_attention_smem_bytes;
+  const bool fits = ((paged_attention_smem_bytes<T, HeadDims, 8, pagedattn::PagedAttentionPolicySm80>() <=
+                      paged_attention_smem_bytes<T, HeadDims, 8, pagedattn::PagedAttentionPolicySm90>()) && ...);
+  CHECK(fits);
+}
+
+TEST_CASE("policies: sm_80 device code under the sm_90 host policy is safe", "[policy][host]")
+{
+  using Sm80 = pagedattn::PagedAttentionPolicySm80;
+  using Sm90 = pagedattn::PagedAttentionPolicySm90;
+  CHECK(Sm80::block_threads == Sm90::block_threads);
+  CHECK(Sm80::tensor_cores == Sm90::tensor_cores);
+  CHECK(Sm80::min_blocks_per_sm <= Sm90::min_blocks_per_sm);
+  check_sm80_code_fits_sm90_launch<__half>(pagedattn::SupportedHeadDims{});
+  check_sm80_code_fits_sm90_launch<__nv_bfloat16>(pagedattn::SupportedHeadDims{});
+  check_sm80_code_fits_sm90_launch<float>(pagedattn::SupportedHeadDims{});
 }
 
 TEST_CASE("policy chain: sm_90 from compute capability 9.0, sm_80 below", "[policy][host]")

@@ -2,11 +2,11 @@
 // The thread block's share of the paged decode: one (sequence, KV head, group of query heads, KV
 // partition) tile. Each K/V vector is loaded once and used for every query head of the group (GQA).
 //
-// Inside the block, warp w takes the token tiles w, w + warps, ... of the partition and folds each into
-// its running partials with a warp tile: WarpTileTensorCore (mma.sync, fp16/bf16 on sm_80+, when the
-// policy asks for tensor cores) or WarpTileCudaCore (fp32 FMAs; every type, and BI-V100). At the end
-// BlockReducePartials merges the warps' partials per head, and AgentPartitionCombine merges the
-// partitions of the segment (or writes the output directly when there is only one).
+// The partition's tokens are folded into the block's partial by one of two folds:
+// PartitionFoldTensorCore (mma.sync on a cp.async shared-memory pipeline; fp16/bf16 on sm_80+, when the
+// policy asks for tensor cores) or PartitionFoldCudaCore (fp32 FMAs; every type, and BI-V100). Then
+// AgentPartitionCombine merges the partitions of the segment (or writes the output directly when there
+// is only one).
 //
 // Invalid input never causes an out-of-range read: a block id outside [0, num_blocks) is not
 // dereferenced; the partition's partial becomes NaN (so the sequence's output is NaN) and the error
@@ -14,9 +14,8 @@
 // table gets a NaN output without any cache access.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
-#include <pagedattn/agent/warp_tile_cuda_core.cuh>
-#include <pagedattn/agent/warp_tile_tensor_core.cuh>
-#include <pagedattn/block/block_reduce_partials.cuh>
+#include <pagedattn/agent/partition_fold_cuda_core.cuh>
+#include <pagedattn/agent/partition_fold_tensor_core.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -35,28 +34,21 @@ template <class T, int HeadDim, int MaxHeads, class Policy>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
-  static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = std::conditional_t<detail::uses_tensor_cores<T, Policy>, WarpTileTensorCore<T, HeadDim, warps>,
-                                      WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy>>;
-  static constexpr int tile_tokens = WarpTile::tile_tokens;
-  using Reduce = BlockReducePartials<HeadDim, block_threads>;
+  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy>, PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy>,
+                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
 
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
-  static_assert(MaxHeads <= WarpTile::max_heads, "the warp tile holds at most max_heads query heads");
 
   struct TempStorage {
     union alignas(16) {
-      typename WarpTile::LoopStorage loop;  ///< main loop: per-warp scratch
-      typename Reduce::TempStorage reduce;  ///< after the loop
+      typename Fold::TempStorage fold;       ///< while the partition is folded
+      typename Combine::TempStorage combine; ///< afterwards
     } phase;
-    typename WarpTile::SharedStorage tile;  ///< block-wide, for the whole loop
     float own_stats[MaxHeads * 2];
     alignas(16) float own_values[MaxHeads * HeadDim];
-    typename Combine::TempStorage combine;
     unsigned ticket;
-    int invalid;
   };
 
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
@@ -67,7 +59,6 @@ public:
     if (threadIdx.x == 0)
     {
       temp_.ticket = p_.use_tickets ? arch::atomic_fetch_add(p_.state.ticket, 1u) : blockIdx.x;
-      temp_.invalid = 0;
     }
     __syncthreads();
     const TileCoordinates tile = tile_of_ticket(temp_.ticket, p_.max_partitions);
@@ -92,43 +83,13 @@ public:
       return;
     }
 
-    // ---- this partition's tokens, one warp tile at a time -----------------------------------------------
-    WarpTile::LoadQueries(temp_.tile, p_, seq, first_head, heads, block_threads);
-    __syncthreads();
-    WarpTile warp_tile(temp_.tile, temp_.phase.loop, p_, seq, first_head, heads);
+    // ---- fold this partition's tokens into own_stats / own_values ----------------------------------------
     const int first_token = tile.partition * p_.partition_tokens;
-    const int end_token = detail::min_int(first_token + p_.partition_tokens, seq_len);
-    for (int token0 = first_token + arch::warp_id() * tile_tokens; token0 < end_token; token0 += warps * tile_tokens)
-    {
-      // Lane t's token: its cache block, checked before anything is read from it.
-      const int pos = token0 + arch::lane_id();
-      const bool live = pos < end_token;
-      const int block_id = live ? p_.block_tables[static_cast<std::int64_t>(seq) * p_.max_blocks_per_seq + pos / p_.block_size] : 0;
-      if (arch::any_lane(live && (block_id < 0 || block_id >= p_.num_blocks)))
-      {
-        if (arch::lane_id() == 0) { temp_.invalid = 1; }
-        continue; // never dereference it
-      }
-      warp_tile.Consume(WarpTileContext{kv_head, first_head, heads, seq_len, token0, end_token, block_id});
-    }
-    __syncthreads(); // every warp is done with phase.loop before phase.reduce reuses it
-
-    // ---- block reduce of the warps' partials, one head at a time, into own_stats / own_values -------------
-    Reduce reduce(temp_.phase.reduce);
-#pragma unroll
-    for (int g = 0; g < MaxHeads; ++g)
-    {
-      if (g >= heads) { continue; } // uniform across the block
-      const typename Reduce::Stats stats = warp_tile.ReduceHead(reduce, g);
-      for (int d = threadIdx.x; d < HeadDim; d += block_threads) { temp_.own_values[g * HeadDim + d] = reduce.weighted_v(d); }
-      if (threadIdx.x == 0)
-      {
-        temp_.own_stats[2 * g] = stats.max_score;
-        temp_.own_stats[2 * g + 1] = stats.exp_sum;
-      }
-      __syncthreads(); // row 0 of the reduce storage is read before the next head overwrites it
-    }
-    if (temp_.invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
+    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token,
+                             detail::min_int(first_token + p_.partition_tokens, seq_len)};
+    const bool invalid = Fold::Run(temp_.phase.fold, p_, work, temp_.own_stats, temp_.own_values);
+    __syncthreads(); // the partial is complete, and phase.fold is free for phase.combine
+    if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);
       for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { temp_.own_values[i] = nan; }
@@ -138,7 +99,7 @@ public:
     }
 
     // ---- merge the partitions of the segment (or write the single partition) -------------------------
-    Combine combine(temp_.combine, heads);
+    Combine combine(temp_.phase.combine, heads);
     combine.Run(p_.state, tile.segment, tile.partition, num_partitions, temp_.own_stats, temp_.own_values,
                 OutputWriter{this, seq, first_head});
   }

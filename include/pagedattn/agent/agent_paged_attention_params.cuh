@@ -34,3 +34,15 @@ struct PagedAttentionParams {
 };
 
 } // namespace pagedattn
+
+namespace pagedattn {
+
+/// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the
+/// query heads first_head .. first_head + heads - 1 of KV head kv_head.
+struct PartitionWork {
+  int seq, kv_head, first_head, heads;
+  int seq_len;
+  int first_token, end_token; ///< first_token < end_token <= seq_len
+};
+
+} // namespace pagedattn

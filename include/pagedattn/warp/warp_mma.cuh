@@ -7,6 +7,11 @@
 //   B (16 x 8, column-major): b0 = B[2q..2q+1][g], b1 = B[2q+8..2q+9][g]
 //   C (16 x 8, fp32): c0 = C[g][2q], c1 = C[g][2q+1], c2 = C[g+8][2q], c3 = C[g+8][2q+1]
 // Each a/b register holds two consecutive k elements of the 16-bit type.
+//
+// ldmatrix_x4 loads a whole A fragment from shared memory: lanes 8i .. 8i+7 give the addresses of the 8
+// rows (16 bytes each) of 8x8 matrix i, and lane (g, q) receives row g, elements 2q .. 2q+1 of matrix i
+// in register i. With matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
+// (rows 8-15, k 8-15) that is exactly a0 .. a3.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -37,6 +42,20 @@ PAGEDATTN_DEVICE void mma_m16n8k16(float (&c)[4], std::uint32_t a0, std::uint32_
   }
 #else
   (void)c; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
+  __trap(); // the dispatch never selects the tensor-core path below sm_80
+#endif
+}
+
+/// Four 8x8 matrices of 16-bit elements from shared memory (see above); `row` is this lane's row address.
+PAGEDATTN_DEVICE void ldmatrix_x4(const void* row, std::uint32_t& r0, std::uint32_t& r1, std::uint32_t& r2, std::uint32_t& r3)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(smem));
+#else
+  (void)row; r0 = r1 = r2 = r3 = 0;
   __trap(); // the dispatch never selects the tensor-core path below sm_80
 #endif
 }

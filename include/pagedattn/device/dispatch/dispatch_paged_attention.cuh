@@ -53,11 +53,12 @@ __global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, Pol
 paged_attention_kernel(const PagedAttentionParams<T> params)
 {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
-  __shared__ typename Agent::TempStorage temp;
-  Agent(temp, params).Run();
+  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage.
+  extern __shared__ __align__(16) unsigned char paged_attention_smem[];
+  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).Run();
 }
 
-/// Static shared memory of one thread block (for the policies' budget checks).
+/// Shared memory of one thread block (for the policies' budget checks and the launch).
 template <class T, int HeadDim, int MaxHeads, class Policy>
 constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
 
@@ -126,32 +127,51 @@ cudaError_t validate(const DecodeArguments<T>& a)
   return cudaSuccess;
 }
 
-template <class T, class PolicyChain, int HeadDim, int MaxHeads>
-void launch(const PagedAttentionParams<T>& params, unsigned grid, int block_threads, cudaStream_t stream)
+template <class T, class PolicyChain, class Policy, int HeadDim, int MaxHeads>
+cudaError_t launch(const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
 {
-  paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain><<<grid, block_threads, 0, stream>>>(params);
+  constexpr std::size_t smem = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
+  auto kernel = paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>;
+  if constexpr (smem > 48 * 1024)
+  {
+    int device = 0, optin = 0;
+    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+    PAGEDATTN_RETURN_IF_ERROR(
+        check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
+    if (static_cast<std::size_t>(optin) < smem)
+    {
+      return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + Policy::name + " needs " +
+                                                     std::to_string(smem) + " bytes of shared memory per block, the device allows " +
+                                                     std::to_string(optin) + " (head_size " + std::to_string(HeadDim) + ")");
+    }
+    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                                         "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
+  }
+  kernel<<<grid, Policy::block_threads, smem, stream>>>(params);
+  return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
 }
 
 /// Kernel instantiations per head size: 1, 4 and 8 heads for the CUDA-core tile; the tensor-core tile
 /// always computes 8 heads (the mma's n), so one instantiation serves every group.
 template <class T, class PolicyChain, class Policy, int HeadDim>
-void launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
+cudaError_t launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
 {
-  constexpr int threads = Policy::block_threads;
-  if constexpr (uses_tensor_cores<T, Policy>) { launch<T, PolicyChain, HeadDim, 8>(params, grid, threads, stream); }
+  if constexpr (uses_tensor_cores<T, Policy>) { return launch<T, PolicyChain, Policy, HeadDim, 8>(params, grid, stream); }
   else
   {
-    if (max_heads == 1) { launch<T, PolicyChain, HeadDim, 1>(params, grid, threads, stream); }
-    else if (max_heads == 4) { launch<T, PolicyChain, HeadDim, 4>(params, grid, threads, stream); }
-    else { launch<T, PolicyChain, HeadDim, 8>(params, grid, threads, stream); }
+    if (max_heads == 1) { return launch<T, PolicyChain, Policy, HeadDim, 1>(params, grid, stream); }
+    if (max_heads == 4) { return launch<T, PolicyChain, Policy, HeadDim, 4>(params, grid, stream); }
+    return launch<T, PolicyChain, Policy, HeadDim, 8>(params, grid, stream);
   }
 }
 
 template <class T, class PolicyChain, class Policy, int... HeadDims>
-void launch_head_dim(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, const PagedAttentionParams<T>& params,
-                     unsigned grid, cudaStream_t stream)
+cudaError_t launch_head_dim(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, const PagedAttentionParams<T>& params,
+                            unsigned grid, cudaStream_t stream)
 {
-  ((head_size == HeadDims ? launch_heads<T, PolicyChain, Policy, HeadDims>(max_heads, params, grid, stream) : void()), ...);
+  cudaError_t result = cudaErrorInvalidValue; // validate() has checked head_size against HeadDims
+  ((head_size == HeadDims ? (result = launch_heads<T, PolicyChain, Policy, HeadDims>(max_heads, params, grid, stream), 0) : 0), ...);
+  return result;
 }
 
 /// Shapes the launch derives from the arguments and the policy.
@@ -239,8 +259,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       // Init pass in the stream: ticket, arrival counters and statuses back to zero (captured by graphs).
       PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, plan.layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
     }
-    launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid), stream);
-    return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
+    return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid), stream);
   });
 }
 

@@ -6,8 +6,9 @@
 // host code takes the one for the device's compute capability. They agree when the binary holds code for
 // the device's architecture family (the default 80;90 build: sm_90 code on cc >= 9.0, sm_80 below). A
 // binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
-// sm_90 host policy: harmless while both share block_threads and the tile kind (partition_tokens travels
-// at run time), which test/device/test_policy_host.cu checks.
+// sm_90 host policy: harmless while both share block_threads and the tile kind and the sm_80 code needs
+// no more shared memory than the sm_90 launch provides (partition_tokens travels at run time), which
+// test/device/test_policy_host.cu checks.
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -19,9 +20,9 @@
 namespace pagedattn {
 
 /// Iluvatar BI-V100: 64-lane warps, CUDA cores only, no inline PTX, and the seeds' 48 KB shared-memory
-/// budget (their K and V tiles of 32 x 256 fp16 took 32 KB of it; this kernel streams K and V through
-/// registers and keeps the queries, softmax weights, the block reduce, the block's partial and the
-/// combine's scratch in shared memory).
+/// budget (their K and V tiles of 32 x 256 fp16 took 32 KB of it; the CUDA-core fold streams K and V
+/// through registers and keeps the queries, softmax weights, the block reduce, the block's partial and
+/// the combine's scratch in shared memory).
 struct PagedAttentionPolicyBIV100 {
   static constexpr const char* name = "bi_v100";
   static constexpr int block_threads = 4 * warp_threads;  ///< 4 warps (256 threads at 64 lanes)
@@ -32,27 +33,31 @@ struct PagedAttentionPolicyBIV100 {
   static constexpr bool tensor_cores = false;     ///< no inline PTX on BI-V100: CUDA cores only
 };
 
-/// NVIDIA Ampere (sm_80, sm_86, sm_89).
+/// NVIDIA Ampere and Ada (sm_80, sm_86, sm_89). Two 32 KB stages (head 256) keep a block under the
+/// 99 KB that sm_86/sm_89 allow per block; A100 (164 KB per SM) holds two such blocks.
 struct PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm80";
   static constexpr int block_threads = 4 * warp_threads;
   static constexpr int partition_tokens = 512;
-  static constexpr std::size_t smem_budget_bytes = 48 * 1024;
+  static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
-  static constexpr int key_chunks_in_flight = 8;
-  static constexpr bool tensor_cores = true; ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
+  static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
+  static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
+  static constexpr int stages = 2;               ///< tensor-core pipeline: 32-token stages (stages - 1 in flight)
 };
 
-/// NVIDIA Hopper (sm_90): 132 SMs want more partitions per sequence. Chosen with bench/bench_policies.cu
-/// (bench/NOTES.md): partitions of 256 tokens balance long sequences against 1x16384 and 1x1000.
+/// NVIDIA Hopper (sm_90): 227 KB of shared memory per block, 228 KB per SM. Three 32 KB stages (head 256)
+/// per block and two blocks per SM keep 128 KB of K and V in flight per SM. Chosen with
+/// bench/bench_policies.cu (bench/NOTES.md).
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int partition_tokens = 256;
-  static constexpr std::size_t smem_budget_bytes = 48 * 1024;
-  static constexpr int min_blocks_per_sm = 3;
+  static constexpr int partition_tokens = 512;
+  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 2; ///< two blocks per SM
+  static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8;
-  static constexpr bool tensor_cores = true; ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
+  static constexpr bool tensor_cores = true;
+  static constexpr int stages = 3;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.

@@ -1,0 +1,249 @@
+#pragma once
+// The tensor-core fold of one KV tile (a KvTileStage in shared memory) into a thread block's running
+// partials, for up to 8 query heads of a GQA group, with mma.sync m16n8k16 (fp16/bf16, sm_80+).
+//
+// The products are computed transposed, so that the 8 heads fill the mma's n = 8:
+//   S^T (32 tokens x 8 heads)  = K (tokens x dims) · Q^T (dims x heads)
+//   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
+// and the block's warps split the head dimension, never the tokens:
+//   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
+//       shared memory; after a barrier every warp sums the Warps partials in the same order, so every
+//       warp holds the same scores, runs the same online softmax and keeps the same (max, sum) state.
+//   PV: warp w owns the 16-dim output tiles w, w + Warps, ... for the whole tile of tokens.
+// So each K and V byte is read from shared memory once, no warp keeps more than its slice of Q and O in
+// registers, and the block's partial needs no block-wide reduce at the end.
+//
+// Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh):
+//   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the stage;
+//       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
+//   softmax: lane (g, q) owns head g and tokens 16s + 8h + 2q + e (s, h, e in {0, 1}): the tokens of the
+//       PV B fragment it feeds; the head's max and sum reduce over the 4 lanes of the quad.
+//   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T.
+// Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/kv_tile_stage.cuh>
+#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/util_type.cuh>
+#include <pagedattn/warp/warp_mma.cuh>
+
+#include <cstdint>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int Warps>
+class BlockTileTensorCore {
+public:
+  static constexpr int max_heads = 8; ///< the mma's n
+  static constexpr int block_threads = Warps * warp_threads;
+  using Stage = KvTileStage<T, HeadDim, block_threads>;
+  static constexpr int tile_tokens = Stage::tile_tokens;           ///< 32: 2 QK m-tiles, 2 PV k-steps
+  static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
+  static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
+  static constexpr int score_stride = tile_tokens + 8;              ///< floats per head row: conflict-free float2 reads
+  static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
+
+  struct TempStorage {
+    alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
+  };
+
+  /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads)
+      : temp_(temp), p_(p), heads_(heads)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+    const T* row = p.query + seq * p.query_seq_stride + (first_head + g) * p.query_head_stride;
+    slope_ = p.alibi_slopes && g < heads ? p.alibi_slopes[first_head + g] : 0.f;
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      const int s = warp + i * Warps;
+      query_[i] = uint2{0, 0};
+      if (s < k_steps && g < heads)
+      {
+        // Element-wise: query rows need not be 4-byte aligned.
+        const T* d = row + 16 * s + 2 * q;
+        query_[i] = uint2{pack(d[0], d[1]), pack(d[8], d[9])};
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) { out_[i][k] = 0.f; }
+    }
+    max_score_ = -INFINITY;
+    exp_sum_ = 0.f;
+  }
+
+  /// Fold the tile of tokens token0 .. token0 + 31 (those >= end_token masked) held in
+  /// `stage`. Block-wide (contains one __syncthreads); the caller guarantees that every warp finished
+  /// the previous Consume before this one starts (its own barrier at the top of the loop).
+  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage& stage, int token0, int end_token, int seq_len)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
+
+    // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      const int step = warp + i * Warps;
+      if (steps_per_warp * Warps != k_steps && step >= k_steps) { break; } // warp-uniform
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+      {
+        std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
+        ldmatrix_x4(&stage.k[Stage::k_unit(2 * step + upper, 16 * r + 8 * half + row8)], a0, a1, a2, a3);
+        mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+    {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) { temp_.scores[warp][2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][k]; }
+    }
+    __syncthreads();
+
+    // ---- softmax of head g over its 8 tokens 16st + 8h + 2q + e: the same in every warp ----------------
+    float score[2][2][2]; // [st][h][e]
+#pragma unroll
+    for (int st = 0; st < 2; ++st)
+    {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+      {
+        float2 sum = make_float2(0.f, 0.f);
+#pragma unroll
+        for (int w = 0; w < Warps; ++w) // fixed order: every warp gets the same bits
+        {
+          const float2 part = *reinterpret_cast<const float2*>(&temp_.scores[w][g][16 * st + 8 * h + 2 * q]);
+          sum.x += part.x;
+          sum.y += part.y;
+        }
+        score[st][h][0] = sum.x;
+        score[st][h][1] = sum.y;
+      }
+    }
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int st = 0; st < 2; ++st)
+    {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+      {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+        {
+          const int token = token0 + 16 * st + 8 * h + 2 * q + e;
+          float v = score[st][h][e] * p_.scale;
+          if (p_.alibi_slopes) { v = fmaf(slope_, static_cast<float>(token - seq_len + 1), v); }
+          score[st][h][e] = token < end_token ? v : -INFINITY;
+          tile_max = fmaxf(tile_max, score[st][h][e]);
+        }
+      }
+    }
+    tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, 1));
+    tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, 2)); // finite: token0 is live
+    float tile_sum = 0.f;
+#pragma unroll
+    for (int st = 0; st < 2; ++st)
+    {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+      {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+        {
+          score[st][h][e] = __expf(score[st][h][e] - tile_max); // masked tokens: exp(-inf) = 0
+          tile_sum += score[st][h][e];
+        }
+      }
+    }
+    tile_sum += arch::shfl_xor(tile_sum, 1);
+    tile_sum += arch::shfl_xor(tile_sum, 2);
+    const SoftmaxRescale rs = softmax_rescale(max_score_, tile_max);
+    max_score_ = rs.max_score;
+    exp_sum_ = rescaled_sum(rs, exp_sum_, tile_sum);
+
+    // The output columns of this lane are heads 2q and 2q + 1: fetch their rescale factor from a lane of
+    // that head's quad.
+    const float alpha0 = arch::shfl_idx(rs.alpha, 8 * q), alpha1 = arch::shfl_idx(rs.alpha, 8 * q + 4);
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      out_[i][0] = detail::mul_rn(alpha0, out_[i][0]);
+      out_[i][1] = detail::mul_rn(alpha1, out_[i][1]);
+      out_[i][2] = detail::mul_rn(alpha0, out_[i][2]);
+      out_[i][3] = detail::mul_rn(alpha1, out_[i][3]);
+    }
+
+    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
+#pragma unroll
+    for (int st = 0; st < 2; ++st)
+    {
+      const std::uint32_t b0 = pack_weights(rs.beta * score[st][0][0], rs.beta * score[st][0][1]);
+      const std::uint32_t b1 = pack_weights(rs.beta * score[st][1][0], rs.beta * score[st][1][1]);
+#pragma unroll
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        const int m = warp + i * Warps;
+        if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+        std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
+        ldmatrix_x4(&stage.v[Stage::v_unit(16 * m + 8 * half + row8, 2 * st + upper)], a0, a1, a2, a3);
+        mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
+      }
+    }
+  }
+
+  /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
+  /// stats[2h + 1] = exp sum, values[h * HeadDim + d] = weighted V. Unnormalised, as AttentionPartial.
+  PAGEDATTN_DEVICE void StorePartial(float* stats, float* values) const
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      const int m = warp + i * Warps;
+      if (m >= k_steps) { break; }
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+      {
+        const int head = 2 * q + k % 2, dim = 16 * m + g + 8 * (k / 2);
+        if (head < heads_) { values[head * HeadDim + dim] = out_[i][k]; }
+      }
+    }
+    if (warp == 0 && q == 0 && g < heads_)
+    {
+      stats[2 * g] = max_score_;
+      stats[2 * g + 1] = exp_sum_;
+    }
+  }
+
+private:
+  TempStorage& temp_;
+  const PagedAttentionParams<T>& p_;
+  int heads_;
+  float slope_;                      ///< ALiBi slope of head g (0 without ALiBi)
+  uint2 query_[steps_per_warp];      ///< head g, dims 16s + 4q .. 16s + 4q + 3 of this warp's k-steps
+  float out_[steps_per_warp][4];     ///< O^T fragments of this warp's m-tiles
+  float max_score_, exp_sum_;        ///< head g, identical in every warp and every lane of the quad
+
+  static PAGEDATTN_DEVICE std::uint32_t pack(T lo, T hi)
+  {
+    return static_cast<std::uint32_t>(bit_cast_u16(lo)) | (static_cast<std::uint32_t>(bit_cast_u16(hi)) << 16);
+  }
+  static PAGEDATTN_DEVICE std::uint32_t pack_weights(float lo, float hi)
+  {
+    return pack(ElementTraits<T>::from_float(lo), ElementTraits<T>::from_float(hi));
+  }
+  static PAGEDATTN_DEVICE std::uint16_t bit_cast_u16(T v)
+  {
+    std::uint16_t u;
+    static_assert(sizeof(u) == sizeof(v));
+    __builtin_memcpy(&u, &v, sizeof(u));
+    return u;
+  }
+};
+
+} // namespace pagedattn

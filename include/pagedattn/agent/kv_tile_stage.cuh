@@ -1,0 +1,104 @@
+#pragma once
+// One pipeline stage of the tensor-core decode: the K and V of 32 consecutive tokens of one KV head,
+// copied from vLLM's paged cache into shared memory with 16-byte asynchronous copies, and the addresses
+// the tensor-core block tile reads its fragments from (ldmatrix rows).
+//
+// Shared-memory layout of a stage (a "unit" is 16 bytes = 8 elements of the 16-bit type):
+//   K: [HeadDim / 8 chunks][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t.
+//   V: [HeadDim dims][4] units; unit (d, u) holds tokens 8u .. 8u+7 of dim d and lives at
+//      d * 4 + (u ^ v_swizzle(d)).
+// An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one K chunk (128 contiguous bytes),
+// or one V unit of 8 consecutive dims, which v_swizzle spreads over the 8 16-byte bank groups.
+//
+// Copy assignment (one thread = one token of K, one 8-token unit of V, so all index math is per tile):
+//   K: lane t copies token t's chunks c = warp, warp + warps, ... (a warp copies 32 tokens x 16 bytes of
+//      one chunk: 16 * block_size contiguous bytes per cache block);
+//   V: lane l copies unit l % 4 of dims l / 4 + 8 * warp + 32 * i (a warp: 8 dims x 64 bytes).
+// Tokens at or past the partition's end are zero-filled (never read: the cache past a sequence may hold
+// anything, and 0 * NaN would poison the PV product); so are the tokens of a live block whose id lies
+// outside [0, num_blocks), which Load reports.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/util_arch.cuh>
+
+#include <cstdint>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int BlockThreads>
+class KvTileStage {
+public:
+  static constexpr int tile_tokens = 32;
+  static constexpr int warps = BlockThreads / warp_threads;
+  static constexpr int chunks = HeadDim / 8;       ///< K units per token
+  static constexpr int v_units_per_dim = tile_tokens / 8;
+  static constexpr int k_units = chunks * tile_tokens;
+  static constexpr int v_units = HeadDim * v_units_per_dim;
+  static constexpr int k_copies = (chunks + warps - 1) / warps;               ///< K units per thread
+  static constexpr int v_dims_per_pass = BlockThreads / v_units_per_dim;      ///< dims covered per V pass
+  static constexpr int v_copies = (HeadDim + v_dims_per_pass - 1) / v_dims_per_pass;
+  static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
+  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(warp_threads == tile_tokens, "one lane per token");
+
+  struct alignas(16) Storage {
+    uint4 k[k_units];
+    uint4 v[v_units];
+  };
+
+  static PAGEDATTN_HOST_DEVICE int v_swizzle(int dim) { return (dim >> 1) & 3; }
+  static PAGEDATTN_HOST_DEVICE int k_unit(int chunk, int token) { return chunk * tile_tokens + token; }
+  static PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) { return dim * v_units_per_dim + (unit ^ v_swizzle(dim)); }
+
+  /// Issue the copies of the tile starting at token0 (a multiple of the block size) into `stage`; the
+  /// caller commits the group. `block_ids` are the tile's cache block ids (read only for blocks holding a
+  /// live token). Returns true if a live token's block id was outside the cache.
+  static PAGEDATTN_DEVICE bool Load(Storage& stage, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head, int token0,
+                                    int end_token, int log2_block_size)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) << log2_block_size;
+    bool bad = false;
+    // The cache block of tile token t: the start of its KV head's run, or null when t is not readable.
+    auto head_run = [&](int t, const T* cache) -> const T* {
+      if (token0 + t >= end_token) { return nullptr; }
+      const int id = block_ids[t >> log2_block_size];
+      if (id < 0 || id >= p.num_blocks)
+      {
+        bad = true;
+        return nullptr;
+      }
+      return cache + (static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * head_elems;
+    };
+
+    // K: token `lane`, element (c, t % block_size, 0) of the block's [chunks][block_size][8] run.
+    const int in_block = lane & ((1 << log2_block_size) - 1);
+    const T* k = head_run(lane, p.key_cache);
+    const T* k_src = k ? k + 8 * in_block : p.key_cache;
+    const std::int64_t k_step = static_cast<std::int64_t>(8 * warps) << log2_block_size; // warps chunks on
+#pragma unroll
+    for (int i = 0; i < k_copies; ++i)
+    {
+      const int c = warp + i * warps;
+      if (k_copies * warps != chunks && c >= chunks) { break; } // warp-uniform
+      arch::copy_async_16(&stage.k[k_unit(c, lane)], k ? k_src + (i * k_step + (static_cast<std::int64_t>(8 * warp) << log2_block_size)) : k_src,
+                          k ? 16 : 0);
+    }
+
+    // V: unit u = lane % 4 (tokens 8u .. 8u+7) of dims d0 + v_dims_per_pass * i, from the [HeadDim][block_size] run.
+    const int u = lane % v_units_per_dim, d0 = lane / v_units_per_dim + (warp * warp_threads) / v_units_per_dim;
+    const T* v = head_run(8 * u, p.value_cache);
+    const int valid = v ? min(end_token - (token0 + 8 * u), 8) : 0;
+    const T* v_src = v ? v + ((8 * u) & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(d0) << log2_block_size) : p.value_cache;
+#pragma unroll
+    for (int i = 0; i < v_copies; ++i)
+    {
+      const int d = d0 + i * v_dims_per_pass;
+      if (v_copies * v_dims_per_pass != HeadDim && d >= HeadDim) { break; } // warp-uniform (8-dim groups)
+      arch::copy_async_16(&stage.v[v_unit(d, u)], valid ? v_src + (static_cast<std::int64_t>(i * v_dims_per_pass) << log2_block_size) : v_src,
+                          2 * valid);
+    }
+    return bad;
+  }
+};
+
+} // namespace pagedattn

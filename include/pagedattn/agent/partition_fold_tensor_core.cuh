@@ -1,0 +1,80 @@
+#pragma once
+// A thread block's fold of one KV partition on tensor cores (fp16/bf16, sm_80+): a multi-stage
+// asynchronous-copy pipeline streams the partition's K and V tiles into shared memory (KvTileStage) while
+// the block folds the tile that has landed (BlockTileTensorCore).
+//
+// Pipeline (Policy::stages buffers of 32 tokens each; S = stages):
+//   prologue: issue tiles 0 .. S-2, one commit group each (empty groups keep the count uniform)
+//   tile i:   wait until tile i's group has landed (at most S-2 younger groups pending), barrier
+//             (tile i visible to all; every warp done with tile i-1, whose buffer is refilled next),
+//             issue tile i+S-1 into buffer (i-1) mod S, fold tile i.
+// So S-1 tiles are in flight while one is folded, and no register holds data in flight: the bytes in
+// flight per SM are what the SMEM budget allows, not what the register file allows.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/block_tile_tensor_core.cuh>
+#include <pagedattn/agent/kv_tile_stage.cuh>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int MaxHeads, class Policy>
+class PartitionFoldTensorCore {
+public:
+  static constexpr int block_threads = Policy::block_threads;
+  static constexpr int warps = block_threads / warp_threads;
+  static constexpr int stages = Policy::stages;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps>;
+  using Stage = typename Tile::Stage;
+  static constexpr int tile_tokens = Tile::tile_tokens;
+  static_assert(stages >= 2, "the pipeline needs at least two stages");
+  static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
+
+  static constexpr int max_partition_blocks = Policy::partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
+
+  struct TempStorage {
+    typename Stage::Storage stage[stages];
+    typename Tile::TempStorage tile;
+    int block_ids[max_partition_blocks]; ///< the partition's block table entries
+  };
+
+  /// Block-wide; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills its tokens, and
+  /// the caller poisons the partial).
+  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
+                                   float* values)
+  {
+    const int log2_block_size = 31 - __clz(p.block_size);
+    const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
+    // The partition's block table entries, once (the partition starts on a block boundary).
+    const int first_block = work.first_token >> log2_block_size;
+    const int blocks = ceil_div(work.end_token - work.first_token, p.block_size);
+    const int* table = p.block_tables + static_cast<std::int64_t>(work.seq) * p.max_blocks_per_seq + first_block;
+    for (int b = threadIdx.x; b < blocks; b += block_threads) { temp.block_ids[b] = table[b]; }
+    __syncthreads();
+
+    bool bad = false;
+    auto load = [&](int i) {
+      if (i < tiles)
+      {
+        const int token0 = work.first_token + i * tile_tokens;
+        bad |= Stage::Load(temp.stage[i % stages], p, temp.block_ids + ((i * tile_tokens) >> log2_block_size), work.kv_head, token0,
+                           work.end_token, log2_block_size);
+      }
+      arch::copy_async_commit();
+    };
+
+    Tile tile(temp.tile, p, work.seq, work.first_head, work.heads);
+#pragma unroll
+    for (int i = 0; i < stages - 1; ++i) { load(i); }
+    for (int i = 0; i < tiles; ++i)
+    {
+      arch::copy_async_wait<stages - 2>();
+      __syncthreads();
+      load(i + stages - 1);
+      tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
+    }
+    arch::copy_async_wait<0>(); // only empty groups remain; nothing may land after the storage is reused
+    tile.StorePartial(stats, values);
+    return __syncthreads_or(bad) != 0;
+  }
+};
+
+} // namespace pagedattn
