@@ -1,7 +1,10 @@
 // Policy sweep: times candidate tuning policies of the paged decode on a few Qwen3.6 shapes (24/4/256,
 // fp16, block 16) in one run, to choose the constants of the sm_90 policy. Prints a table and writes
-// JSON (--json PATH). L2 is flushed before each timed launch; medians of 30 launches.
+// JSON (--json PATH). Same method as bench_decode: the stream is held while the host queues each launch,
+// L2 is flushed before each timed launch; medians of 30 launches.
 #include <pagedattn/device/device_paged_attention.cuh>
+
+#include "../examples/support/paged_decode_problem.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -23,7 +26,7 @@ struct Candidate {
   static constexpr bool tensor_cores = true;
   static constexpr const char* name = "candidate";
   static constexpr int block_threads = Threads;
-  static constexpr int partition_tokens = Partition;
+  static constexpr int max_partition_tokens = Partition;
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
   static constexpr int stages = Stages;
@@ -42,9 +45,9 @@ __global__ void fill_random(__half* p, std::size_t n, unsigned seed)
 struct Shape { int seqs, len; };
 
 template <class Chain>
-cudaError_t decode_with(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<__half>& a)
+cudaError_t decode_with(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<__half>& a, cudaStream_t stream = nullptr)
 {
-  return pagedattn::DevicePagedAttention::Decode<Chain, std::integer_sequence<int, 256>>(temp, bytes, a);
+  return pagedattn::DevicePagedAttention::Decode<Chain, std::integer_sequence<int, 256>>(temp, bytes, a, stream);
 }
 
 int main(int argc, char** argv)
@@ -57,34 +60,26 @@ int main(int argc, char** argv)
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const int heads = 24, kv_heads = 4, head = 256, block = 16;
 
-  // copy bandwidth (read + write)
-  const std::size_t copy_bytes = std::size_t(2) << 30;
-  void *ca, *cb;
-  CHECK_CUDA(cudaMalloc(&ca, copy_bytes));
-  CHECK_CUDA(cudaMalloc(&cb, copy_bytes));
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  std::vector<float> ts;
-  for (int r = 0; r < 12; ++r)
-  {
-    CHECK_CUDA(cudaEventRecord(e0));
-    CHECK_CUDA(cudaMemcpyAsync(cb, ca, copy_bytes, cudaMemcpyDeviceToDevice));
-    CHECK_CUDA(cudaEventRecord(e1));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    float ms; CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    if (r >= 2) { ts.push_back(ms); }
-  }
-  std::sort(ts.begin(), ts.end());
-  const double copy_gbps = 2.0 * copy_bytes / (ts[ts.size() / 2] * 1e-3) / 1e9;
-  CHECK_CUDA(cudaFree(cb));
+  const double copy_gbps = paged_decode::device_copy_gbps(); // read + write
   std::printf("copy %.0f GB/s\n", copy_gbps);
-  const std::size_t flush_bytes = std::size_t(prop.l2CacheSize) * 4;
+  const paged_decode::L2Flush flush;
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
 
   std::FILE* out = json ? std::fopen(json, "w") : nullptr;
   if (out) { std::fprintf(out, "{\"copy_gbps\": %.1f, \"rows\": [\n", copy_gbps); }
   bool first_row = true;
-  for (Shape sh : {Shape{1, 100000}, Shape{64, 4096}, Shape{1, 16384}, Shape{1, 1000}, Shape{256, 1024}})
+  std::vector<Shape> shape_list = {{1, 100000}, {64, 4096}, {1, 16384}, {1, 1000}, {256, 1024}};
+  for (int i = 1; i + 1 < argc; ++i) // --shape SEQSxLEN (repeatable): only these shapes
+  {
+    int seqs = 0, len = 0;
+    if (std::string(argv[i]) == "--shape" && std::sscanf(argv[i + 1], "%dx%d", &seqs, &len) == 2)
+    {
+      if (shape_list.size() == 5 && shape_list[0].seqs == 1 && shape_list[0].len == 100000) { shape_list.clear(); }
+      shape_list.push_back({seqs, len});
+    }
+  }
+  for (Shape sh : shape_list)
   {
     const int blocks_per_seq = (sh.len + block - 1) / block;
     const std::size_t num_blocks = std::size_t(sh.seqs) * blocks_per_seq;
@@ -119,24 +114,9 @@ int main(int argc, char** argv)
       CHECK_CUDA(decode_with<Chain>(nullptr, tb, a));
       void* temp;
       CHECK_CUDA(cudaMalloc(&temp, tb));
-      std::vector<float> cold, hot;
-      for (int r = 0; r < 33; ++r)
-      {
-        CHECK_CUDA(cudaMemsetAsync(ca, r, flush_bytes)); // evict L2
-        CHECK_CUDA(cudaEventRecord(e0));
-        CHECK_CUDA(decode_with<Chain>(temp, tb, a));
-        CHECK_CUDA(cudaEventRecord(e1));
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float ms; CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 3) { cold.push_back(ms * 1000); }
-      }
-      CHECK_CUDA(cudaEventRecord(e0));
-      for (int r = 0; r < 30; ++r) { CHECK_CUDA(decode_with<Chain>(temp, tb, a)); }
-      CHECK_CUDA(cudaEventRecord(e1));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float ms; CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      std::sort(cold.begin(), cold.end());
-      const double med = cold[cold.size() / 2], hot_us = ms * 1000 / 30;
+      auto decode = [&] { CHECK_CUDA(decode_with<Chain>(temp, tb, a, stream)); };
+      const double med = paged_decode::median_launch_us(decode, 30, stream, &flush);
+      const double hot_us = paged_decode::median_hot_us(decode, 30, stream);
       const double gbps = bytes / (med * 1e-6) / 1e9;
       std::printf("%4dx%-6d %-28s median %8.1f us  hot %8.1f us  %7.0f GB/s  %5.1f%% of copy\n", sh.seqs, sh.len, label, med, hot_us,
                   gbps, 100 * gbps / copy_gbps);
@@ -149,16 +129,16 @@ int main(int argc, char** argv)
       CHECK_CUDA(cudaFree(temp));
     };
     time_policy(pagedattn::DefaultPagedAttentionPolicies{}, "default");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 128, 2, 3>>{}, "w4 p128 s3 b2");
     time_policy(pagedattn::SinglePolicyChain<Candidate<128, 256, 2, 3>>{}, "w4 p256 s3 b2");
     time_policy(pagedattn::SinglePolicyChain<Candidate<128, 1024, 2, 3>>{}, "w4 p1024 s3 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 1, 5>>{}, "w4 p512 s5 b1");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 2048, 2, 3>>{}, "w4 p2048 s3 b2");
     time_policy(pagedattn::SinglePolicyChain<Candidate<128, 512, 3, 2>>{}, "w4 p512 s2 b3");
     time_policy(pagedattn::SinglePolicyChain<Candidate<256, 512, 2, 3>>{}, "w8 p512 s3 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 1024, 1, 6>>{}, "w4 p1024 s6 b1");
     CHECK_CUDA(cudaFree(k)); CHECK_CUDA(cudaFree(v)); CHECK_CUDA(cudaFree(q)); CHECK_CUDA(cudaFree(o));
     CHECK_CUDA(cudaFree(tables)); CHECK_CUDA(cudaFree(lens));
   }
   if (out) { std::fprintf(out, "]}\n"); std::fclose(out); }
-  CHECK_CUDA(cudaFree(ca));
+  CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;
 }

@@ -20,6 +20,7 @@ struct DecodeShape {
   std::int64_t min_block_id = 0; ///< place the sequences' blocks at ids >= this (large caches)
   int reference_heads = -1;     ///< check only this many heads per sequence (first and last ones); -1 all
   int max_seq_len_override = -1;
+  int partition_tokens = 0;      ///< DecodeArguments::partition_tokens (0: automatic)
 };
 
 /// Fast deterministic uniform(-1, 1) floats, never 0: splitmix64 of (seed, index).
@@ -187,6 +188,7 @@ struct DeviceDecode {
     a.scale = prob.scale;
     a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
     a.error_count = error_count.get();
+    a.partition_tokens = s.partition_tokens;
     return a;
   }
 
@@ -367,6 +369,7 @@ void run_matrix(std::uint64_t seed)
       s.num_heads = 2 * ratios[combo % 4];
       s.alibi = (combo / 4) % 2 == 1;
       s.seq_lens = matrix_lengths();
+      s.partition_tokens = (combo % 3 == 0) ? 0 : (combo % 3 == 1) ? 512 : 64; // automatic, the seeds' size, small
       worst = std::max(worst, check_decode<T, PolicyChain>(s, seed + combo));
       ++combo;
     }

@@ -15,8 +15,9 @@ void check_limits()
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
-  CHECK(Policy::partition_tokens % 32 == 0); // partitions never split a cache block
-  CHECK(Policy::partition_tokens % Fold::tile_tokens == 0);
+  CHECK(Policy::max_partition_tokens >= 32); // partitions (powers of two >= 32) never split a cache block
+  CHECK(pagedattn::is_power_of_two(Policy::max_partition_tokens));
+  CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
     using Tile = typename Fold::Tile;
@@ -82,7 +83,7 @@ TEST_CASE("policies: shared memory within budget, threads a multiple of the warp
   check_all_types<pagedattn::PagedAttentionPolicySm80>();
   check_all_types<pagedattn::PagedAttentionPolicySm90>();
   CHECK(pagedattn::PagedAttentionPolicyBIV100::smem_budget_bytes == 48 * 1024);
-  CHECK(pagedattn::PagedAttentionPolicyBIV100::partition_tokens == 512);
+  CHECK(pagedattn::PagedAttentionPolicyBIV100::max_partition_tokens == 512);
   CHECK_FALSE(pagedattn::PagedAttentionPolicyBIV100::tensor_cores); // no inline PTX there
   CHECK(pagedattn::detail::uses_tensor_cores<__half, pagedattn::PagedAttentionPolicySm90>);
   CHECK_FALSE(pagedattn::detail::uses_tensor_cores<float, pagedattn::PagedAttentionPolicySm90>);
@@ -106,6 +107,7 @@ TEST_CASE("policies: sm_80 device code under the sm_90 host policy is safe", "[p
   CHECK(Sm80::block_threads == Sm90::block_threads);
   CHECK(Sm80::tensor_cores == Sm90::tensor_cores);
   CHECK(Sm80::min_blocks_per_sm <= Sm90::min_blocks_per_sm);
+  CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens); // sizes the block-id staging
   check_sm80_code_fits_sm90_launch<__half>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<__nv_bfloat16>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<float>(pagedattn::SupportedHeadDims{});
@@ -138,25 +140,49 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   CHECK(pagedattn::detail::head_tiling(16).head_tiles == 2);
 }
 
-TEST_CASE("launch plan: partitions from the sequence length and the policy only", "[policy][host]")
+TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller's", "[policy][host]")
 {
   using P = pagedattn::PagedAttentionPolicySm90;
-  auto a = valid_arguments();
-  a.max_seq_len = P::partition_tokens;
-  auto plan = pagedattn::detail::make_plan<P>(a);
-  CHECK_FALSE(plan.partitioned);
-  CHECK(plan.max_partitions == 1);
-  a.max_seq_len = P::partition_tokens + 1;
-  a.max_blocks_per_seq = 1000;
-  plan = pagedattn::detail::make_plan<P>(a);
+  const int sms = 132;
+  auto a = valid_arguments(); // 2 sequences x 4 KV heads = 8 segments
+  a.max_blocks_per_seq = 1000000 / 16;
+
+  // Automatic: halve from the policy's maximum until 8 segments give 2 blocks per SM (264), down to 32.
+  a.max_seq_len = 1000000;
+  auto plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.partition_tokens == P::max_partition_tokens); // 8 * 489 partitions fill 264 slots
+  CHECK(plan.max_partitions == (1000000 + P::max_partition_tokens - 1) / P::max_partition_tokens);
+  a.max_seq_len = 16384;
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 256); // 8 * 64 >= 264 > 8 * 32
+  a.max_seq_len = 1000;
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.partition_tokens == 32); // the smallest
+  CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
-  CHECK(plan.max_partitions == 2);
-  CHECK(plan.partition_tokens == P::partition_tokens);
   CHECK(plan.num_segments == 2u * 4u);
   CHECK(plan.temp_bytes >= plan.layout.total_bytes);
-  a.max_seq_len = 1000000;
-  a.max_blocks_per_seq = 1000000 / 16;
-  CHECK(pagedattn::detail::make_plan<P>(a).max_partitions == (1000000 + P::partition_tokens - 1) / P::partition_tokens);
+  a.max_seq_len = 17;
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.max_partitions == 1);
+  CHECK_FALSE(plan.partitioned);
+
+  // Fixed by the caller: independent of the batch and of the device.
+  a.partition_tokens = 512;
+  a.max_seq_len = 512;
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK_FALSE(plan.partitioned);
+  a.max_seq_len = 513;
+  plan = pagedattn::detail::make_plan<P>(a, 1);
+  CHECK(plan.partitioned);
+  CHECK(plan.max_partitions == 2);
+  CHECK(plan.partition_tokens == 512);
+  CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaSuccess);
+  for (int bad : {16, 48 + 1, 2 * P::max_partition_tokens})
+  {
+    a.partition_tokens = bad;
+    CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find("partition_tokens") != std::string::npos);
+  }
 }
 
 TEST_CASE("validation: each bad argument is named", "[policy][host]")
@@ -169,6 +195,7 @@ TEST_CASE("validation: each bad argument is named", "[policy][host]")
   };
   CHECK(pagedattn::detail::validate<__half, SupportedHeadDims>(valid_arguments()) == cudaSuccess);
   { auto a = valid_arguments(); a.query = nullptr; expect(a, "query"); }
+  { auto a = valid_arguments(); a.partition_tokens = -32; expect(a, "partition_tokens"); }
   { auto a = valid_arguments(); a.output = nullptr; expect(a, "output"); }
   { auto a = valid_arguments(); a.key_cache = nullptr; expect(a, "key_cache"); }
   { auto a = valid_arguments(); a.value_cache = nullptr; expect(a, "value_cache"); }

@@ -20,7 +20,9 @@
 // however far back the look-back went (by induction on g). The output is therefore the same bits
 // whatever the timing, and equals the two-kernel combine (FoldSegment), which folds in the same order.
 // Short tail: after the last partition finishes, at most partition_group_size tile folds plus a few
-// group folds remain (the look-back rarely finds its nearest INCLUSIVE group more than one back).
+// group folds remain (the look-back rarely finds its nearest INCLUSIVE group more than one back), and a
+// fold of up to 16 partials costs a handful of L2 round trips: the statistics of all of them are loaded
+// at once, the values fold_batch partials at a time (FoldChunk).
 //
 // Forward progress: tiles come from an atomic ticket taken when a block starts, numbered so that the
 // partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
@@ -61,10 +63,16 @@ class AgentPartitionCombine {
   static constexpr int vectors_per_thread = ceil_div(max_vectors, BlockThreads);
 
 public:
+  /// Partials folded per chunk: their statistics are staged at once and their values loaded
+  /// fold_batch at a time, so a chunk costs 1 + fold_chunk / fold_batch L2 round trips, not fold_chunk.
+  static constexpr int fold_chunk = partition_group_size;
+  static constexpr int fold_batch = 4;
+
   struct TempStorage {
     float max_score[MaxHeads];
     float exp_sum[MaxHeads];
-    SoftmaxRescale rescale[2][MaxHeads]; ///< double-buffered: one __syncthreads per fold step
+    float2 staged_stats[fold_chunk][MaxHeads];     ///< (max score, exp sum) of the chunk's partials
+    SoftmaxRescale rescale[fold_chunk][MaxHeads];  ///< the factors of each fold step of the chunk
     int lookback_start;
     int last_arrival;
   };
@@ -123,8 +131,7 @@ public:
     __syncthreads();
     const int k = temp_.lookback_start;
     LoadFrom<true>(state.group(segment, k, true));
-    int parity = 0;
-    for (int q = k + 1; q <= group; ++q, parity ^= 1) { FoldStep<true>(state.group(segment, q, false), parity); }
+    FoldSequence([&](int q) { return state.group(segment, q, false); }, k + 1, group - k, /*fresh=*/false);
 
     // 4. publish the inclusive value, or finish the segment
     if (group < num_groups - 1) { Publish(state, segment, group, tile_status_inclusive); }
@@ -148,8 +155,7 @@ public:
       arch::fence_device();
       __syncthreads();
       LoadFrom<true>(state.group(segment, 0, false));
-      int parity = 0;
-      for (int g = 1; g < num_groups; ++g, parity ^= 1) { FoldStep<true>(state.group(segment, g, false), parity); }
+      FoldSequence([&](int q) { return state.group(segment, q, false); }, 1, num_groups - 1, /*fresh=*/false);
     }
     WriteOutput_(write);
   }
@@ -200,36 +206,78 @@ private:
     __syncthreads();
   }
 
-  /// Running value := running ⊕ src. One barrier; rescale factors are double-buffered so that the next
-  /// step's factors never overwrite ones a slower thread still reads.
-  template <bool Global>
-  PAGEDATTN_DEVICE void FoldStep(PartialRef src, int parity)
+  /// Running value := running ⊕ src(first) ⊕ ... ⊕ src(first + count - 1), a left fold in index order
+  /// (fresh: the running value starts as src(first) instead). Partials are read from global memory.
+  template <class Src>
+  PAGEDATTN_DEVICE void FoldSequence(Src src, int first, int count, bool fresh)
   {
-    for (int h = threadIdx.x; h < heads_; h += BlockThreads)
+    for (int done = 0; done < count; done += fold_chunk) { FoldChunk(src, first + done, min(fold_chunk, count - done), fresh && done == 0); }
+  }
+
+  /// FoldSequence for count <= fold_chunk partials. The order of the arithmetic is that of a plain left
+  /// fold, one rescaled_sum per element and step; only the loads are batched.
+  template <class Src>
+  PAGEDATTN_DEVICE void FoldChunk(Src src, int first, int count, bool fresh)
+  {
+    // 1. every partial's statistics at once
+    for (int i = threadIdx.x; i < count * heads_; i += BlockThreads)
     {
-      const float m = load_value<Global>(src.stats + 2 * h), l = load_value<Global>(src.stats + 2 * h + 1);
-      const SoftmaxRescale r = softmax_rescale(temp_.max_score[h], m);
-      temp_.exp_sum[h] = rescaled_sum(r, temp_.exp_sum[h], l);
-      temp_.max_score[h] = r.max_score;
-      temp_.rescale[parity][h] = r;
-    }
-    float4 x[vectors_per_thread];
-#pragma unroll
-    for (int j = 0; j < vectors_per_thread; ++j) // issue the loads before the barrier: they overlap it
-    {
-      const int v = vector_index(j);
-      if (v < vectors()) { x[j] = load_vector<Global>(src.values + 4 * v); }
+      const int q = i / heads_, h = i % heads_;
+      const float* stats = src(first + q).stats;
+      temp_.staged_stats[q][h] = make_float2(arch::load_cg(stats + 2 * h), arch::load_cg(stats + 2 * h + 1));
     }
     __syncthreads();
-#pragma unroll
-    for (int j = 0; j < vectors_per_thread; ++j)
+    // 2. per head, the chain of rescale factors (step q folds partial q into the running value)
+    for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
-      const int v = vector_index(j);
-      if (v < vectors())
+      float m = fresh ? temp_.staged_stats[0][h].x : temp_.max_score[h];
+      float l = fresh ? temp_.staged_stats[0][h].y : temp_.exp_sum[h];
+      for (int q = fresh ? 1 : 0; q < count; ++q)
       {
-        const SoftmaxRescale r = temp_.rescale[parity][v / vectors_per_head];
-        acc_[j] = make_float4(rescaled_sum(r, acc_[j].x, x[j].x), rescaled_sum(r, acc_[j].y, x[j].y),
-                              rescaled_sum(r, acc_[j].z, x[j].z), rescaled_sum(r, acc_[j].w, x[j].w));
+        const SoftmaxRescale r = softmax_rescale(m, temp_.staged_stats[q][h].x);
+        l = rescaled_sum(r, l, temp_.staged_stats[q][h].y);
+        m = r.max_score;
+        temp_.rescale[q][h] = r;
+      }
+      temp_.max_score[h] = m;
+      temp_.exp_sum[h] = l;
+    }
+    __syncthreads();
+    // 3. the values, fold_batch partials in flight at a time
+    for (int q0 = 0; q0 < count; q0 += fold_batch)
+    {
+      float4 x[fold_batch][vectors_per_thread];
+#pragma unroll
+      for (int b = 0; b < fold_batch; ++b)
+      {
+        if (q0 + b >= count) { break; }
+        const float* values = src(first + q0 + b).values;
+#pragma unroll
+        for (int j = 0; j < vectors_per_thread; ++j)
+        {
+          const int v = vector_index(j);
+          if (v < vectors()) { x[b][j] = arch::load_cg(reinterpret_cast<const float4*>(values) + v); }
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < fold_batch; ++b)
+      {
+        const int q = q0 + b;
+        if (q >= count) { break; }
+#pragma unroll
+        for (int j = 0; j < vectors_per_thread; ++j)
+        {
+          const int v = vector_index(j);
+          if (v >= vectors()) { continue; }
+          if (fresh && q == 0)
+          {
+            acc_[j] = x[b][j];
+            continue;
+          }
+          const SoftmaxRescale r = temp_.rescale[q][v / vectors_per_head];
+          acc_[j] = make_float4(rescaled_sum(r, acc_[j].x, x[b][j].x), rescaled_sum(r, acc_[j].y, x[b][j].y),
+                                rescaled_sum(r, acc_[j].z, x[b][j].z), rescaled_sum(r, acc_[j].w, x[b][j].w));
+        }
       }
     }
   }
@@ -237,9 +285,7 @@ private:
   /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
   PAGEDATTN_DEVICE void FoldTiles(const PartitionTileState& state, int segment, int first, int count)
   {
-    LoadFrom<true>(state.tile(segment, first));
-    int parity = 0;
-    for (int q = 1; q < count; ++q, parity ^= 1) { FoldStep<true>(state.tile(segment, first + q), parity); }
+    FoldSequence([&](int q) { return state.tile(segment, q); }, first, count, /*fresh=*/true);
   }
 
   /// Store the running value (cache-global stores; the caller orders them).

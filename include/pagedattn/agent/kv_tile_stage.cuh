@@ -39,6 +39,7 @@ public:
   static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
   static_assert(warp_threads == tile_tokens, "one lane per token");
+  static_assert(v_dims_per_pass % 8 == 0, "a V pass keeps each dim's swizzle");
 
   struct alignas(16) Storage {
     uint4 k[k_units];
@@ -71,31 +72,30 @@ public:
     };
 
     // K: token `lane`, element (c, t % block_size, 0) of the block's [chunks][block_size][8] run.
-    const int in_block = lane & ((1 << log2_block_size) - 1);
     const T* k = head_run(lane, p.key_cache);
-    const T* k_src = k ? k + 8 * in_block : p.key_cache;
-    const std::int64_t k_step = static_cast<std::int64_t>(8 * warps) << log2_block_size; // warps chunks on
+    const int k_bytes = k ? 16 : 0;
+    const T* k_src = k ? k + 8 * (lane & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(8 * warp) << log2_block_size) : p.key_cache;
+    const std::int64_t k_step = k ? static_cast<std::int64_t>(8 * warps) << log2_block_size : 0; // warps chunks on
+    uint4* k_dst = &stage.k[k_unit(warp, lane)];
 #pragma unroll
-    for (int i = 0; i < k_copies; ++i)
+    for (int i = 0; i < k_copies; ++i, k_src += k_step, k_dst += warps * tile_tokens)
     {
-      const int c = warp + i * warps;
-      if (k_copies * warps != chunks && c >= chunks) { break; } // warp-uniform
-      arch::copy_async_16(&stage.k[k_unit(c, lane)], k ? k_src + (i * k_step + (static_cast<std::int64_t>(8 * warp) << log2_block_size)) : k_src,
-                          k ? 16 : 0);
+      if (k_copies * warps != chunks && warp + i * warps >= chunks) { break; } // warp-uniform
+      arch::copy_async_16(k_dst, k_src, k_bytes);
     }
 
     // V: unit u = lane % 4 (tokens 8u .. 8u+7) of dims d0 + v_dims_per_pass * i, from the [HeadDim][block_size] run.
     const int u = lane % v_units_per_dim, d0 = lane / v_units_per_dim + (warp * warp_threads) / v_units_per_dim;
     const T* v = head_run(8 * u, p.value_cache);
-    const int valid = v ? min(end_token - (token0 + 8 * u), 8) : 0;
+    const int v_bytes = v ? 2 * min(end_token - (token0 + 8 * u), 8) : 0;
     const T* v_src = v ? v + ((8 * u) & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(d0) << log2_block_size) : p.value_cache;
+    const std::int64_t v_step = v ? static_cast<std::int64_t>(v_dims_per_pass) << log2_block_size : 0;
+    uint4* v_dst = &stage.v[v_unit(d0, u)]; // v_swizzle(d0 + 32 i) == v_swizzle(d0)
 #pragma unroll
-    for (int i = 0; i < v_copies; ++i)
+    for (int i = 0; i < v_copies; ++i, v_src += v_step, v_dst += v_dims_per_pass * v_units_per_dim)
     {
-      const int d = d0 + i * v_dims_per_pass;
-      if (v_copies * v_dims_per_pass != HeadDim && d >= HeadDim) { break; } // warp-uniform (8-dim groups)
-      arch::copy_async_16(&stage.v[v_unit(d, u)], valid ? v_src + (static_cast<std::int64_t>(i * v_dims_per_pass) << log2_block_size) : v_src,
-                          2 * valid);
+      if (v_copies * v_dims_per_pass != HeadDim && d0 + i * v_dims_per_pass >= HeadDim) { break; } // warp-uniform (8-dim groups)
+      arch::copy_async_16(v_dst, v_src, v_bytes);
     }
     return bad;
   }

@@ -28,7 +28,7 @@ public:
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
 
-  static constexpr int max_partition_blocks = Policy::partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
+  static constexpr int max_partition_blocks = Policy::max_partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
 
   struct TempStorage {
     typename Stage::Storage stage[stages];

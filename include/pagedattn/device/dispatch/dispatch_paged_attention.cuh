@@ -37,6 +37,9 @@ struct DecodeArguments {
   const float* alibi_slopes = nullptr; ///< [num_heads] or null
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
+  int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at
+                                       ///< most the policy's max_partition_tokens): then a sequence's output
+                                       ///< does not depend on the rest of the batch, bit for bit
 };
 
 /// Head sizes the library supports (and instantiates by default).
@@ -124,6 +127,7 @@ cudaError_t validate(const DecodeArguments<T>& a)
   if (reinterpret_cast<std::uintptr_t>(a.value_cache) % 16) { return bad("value_cache must be 16-byte aligned"); }
   if (a.query_head_stride < 0 || a.query_seq_stride < 0) { return bad("query strides must be >= 0"); }
   if (a.output_head_stride < 0 || a.output_seq_stride < 0) { return bad("output strides must be >= 0"); }
+  if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   return cudaSuccess;
 }
 
@@ -185,14 +189,37 @@ struct DecodePlan {
   std::size_t temp_bytes;
 };
 
+/// The caller's partition size against the policy (validate() has checked that it is >= 0).
 template <class Policy, class T>
-DecodePlan make_plan(const DecodeArguments<T>& a)
+cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
+{
+  if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= Policy::max_partition_tokens)) { return cudaSuccess; }
+  return fail(cudaErrorInvalidValue, "pagedattn::Decode: partition_tokens " + std::to_string(a.partition_tokens) +
+                                         " must be 0 (automatic) or a multiple of 32 in [32, " + std::to_string(Policy::max_partition_tokens) +
+                                         "] (policy " + Policy::name + ")");
+}
+
+/// Partition size of a launch: the caller's, or the largest power of two in [32, max_partition_tokens]
+/// that still gives each of the device's SMs min_blocks_per_sm thread blocks (long batches keep long
+/// partitions and a short combine; a lone short sequence is split finely enough to use the GPU).
+template <class Policy, class T>
+int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
+{
+  if (a.partition_tokens > 0) { return a.partition_tokens; }
+  const std::size_t slots = static_cast<std::size_t>(sm_count) * Policy::min_blocks_per_sm;
+  int tokens = Policy::max_partition_tokens;
+  while (tokens > 32 && num_segments * static_cast<std::size_t>((a.max_seq_len + tokens - 1) / tokens) < slots) { tokens /= 2; }
+  return tokens;
+}
+
+template <class Policy, class T>
+DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
 {
   DecodePlan plan{};
-  plan.partition_tokens = Policy::partition_tokens;
-  plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
   plan.tiling = head_tiling(a.num_heads / a.num_kv_heads);
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.tiling.head_tiles;
+  plan.partition_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
+  plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
   plan.partitioned = plan.max_partitions > 1;
   plan.layout = PartitionTileLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.tiling.heads_per_tile,
                                     a.head_size);
@@ -210,9 +237,13 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
 
+  int sm_count = 0;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+
   return PolicyChain::invoke(major * 10 + minor, [&](auto policy) -> cudaError_t {
     using Policy = decltype(policy);
-    const DecodePlan plan = make_plan<Policy>(a);
+    PAGEDATTN_RETURN_IF_ERROR((validate_partition_tokens<Policy>(a)));
+    const DecodePlan plan = make_plan<Policy>(a, sm_count);
     if (d_temp_storage == nullptr)
     {
       temp_storage_bytes = plan.temp_bytes;

@@ -6,9 +6,13 @@
 // host code takes the one for the device's compute capability. They agree when the binary holds code for
 // the device's architecture family (the default 80;90 build: sm_90 code on cc >= 9.0, sm_80 below). A
 // binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
-// sm_90 host policy: harmless while both share block_threads and the tile kind and the sm_80 code needs
-// no more shared memory than the sm_90 launch provides (partition_tokens travels at run time), which
-// test/device/test_policy_host.cu checks.
+// sm_90 host policy: harmless while both share block_threads, the tile kind and max_partition_tokens and
+// the sm_80 code needs no more shared memory than the sm_90 launch provides (the partition size travels
+// at run time), which test/device/test_policy_host.cu checks.
+//
+// Partition size: the launch picks a power of two between 32 and max_partition_tokens (a power of two),
+// the largest that still gives every SM min_blocks_per_sm blocks (dispatch_paged_attention.cuh,
+// make_plan), unless DecodeArguments::partition_tokens fixes it.
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -26,7 +30,7 @@ namespace pagedattn {
 struct PagedAttentionPolicyBIV100 {
   static constexpr const char* name = "bi_v100";
   static constexpr int block_threads = 4 * warp_threads;  ///< 4 warps (256 threads at 64 lanes)
-  static constexpr int partition_tokens = 512;             ///< the seeds' partition size, tunable
+  static constexpr int max_partition_tokens = 512;         ///< the seeds' partition size: the largest used
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 1;
   static constexpr int key_chunks_in_flight = 4; ///< CUDA-core tile: 16-byte key loads in flight per lane
@@ -38,7 +42,7 @@ struct PagedAttentionPolicyBIV100 {
 struct PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm80";
   static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int partition_tokens = 512;
+  static constexpr int max_partition_tokens = 2048; ///< == sm_90's (see the note at the top)
   static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
@@ -52,7 +56,7 @@ struct PagedAttentionPolicySm80 {
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int partition_tokens = 512;
+  static constexpr int max_partition_tokens = 2048;
   static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 2; ///< two blocks per SM
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8;
