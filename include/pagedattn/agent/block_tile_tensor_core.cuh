@@ -7,18 +7,21 @@
 //   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
 // and the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
-//       shared memory; after a barrier every warp sums the Warps partials in the same order, so every
-//       warp holds the same scores, runs the same online softmax and keeps the same (max, sum) state.
-//   PV: warp w owns the 16-dim output tiles w, w + Warps, ... for the whole tile of tokens.
-// So each K and V byte is read from shared memory once, no warp keeps more than its slice of Q and O in
-// registers, and the block's partial needs no block-wide reduce at the end.
+//       shared memory.
+//   softmax: after a barrier, warp w owns heads w * 8/Warps .. (w+1) * 8/Warps - 1: it sums the Warps
+//       partials of its heads (in warp order), runs their online softmax (it alone keeps their running
+//       max and sum), and writes P and each head's rescale factor to shared memory.
+//   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
+// So each K and V byte is read from shared memory once, no work is repeated across warps, no warp keeps
+// more than its slice of Q and O in registers, and the block's partial needs no block-wide reduce.
 //
 // Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh):
 //   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the stage;
 //       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
-//   softmax: lane (g, q) owns head g and tokens 16s + 8h + 2q + e (s, h, e in {0, 1}): the tokens of the
-//       PV B fragment it feeds; the head's max and sum reduce over the 4 lanes of the quad.
-//   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T.
+//   softmax: lane l of warp w owns head w * 8/Warps + l / lanes_per_head and tokens_per_lane consecutive
+//       tokens; a head's max and sum reduce over its lanes_per_head lanes.
+//   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T:
+//       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
 // Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
@@ -40,10 +43,17 @@ public:
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
   static constexpr int score_stride = tile_tokens + 8;              ///< floats per head row: conflict-free float2 reads
+  static constexpr int p_stride = tile_tokens + 8;                  ///< elements per P row: conflict-free B reads
+  static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
+  static constexpr int lanes_per_head = warp_threads / heads_per_warp;
+  static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
+  static_assert(Warps >= 1 && Warps <= 4 && max_heads % Warps == 0, "the warps split the 8 heads evenly, >= 2 tokens per lane");
 
   struct TempStorage {
     alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
+    alignas(16) T p[max_heads][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
+    float alpha[max_heads];                                   ///< each head's rescale factor of the running output
   };
 
   /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
@@ -53,7 +63,8 @@ public:
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const T* row = p.query + seq * p.query_seq_stride + (first_head + g) * p.query_head_stride;
-    slope_ = p.alibi_slopes && g < heads ? p.alibi_slopes[first_head + g] : 0.f;
+    const int softmax_head = warp * heads_per_warp + lane / lanes_per_head;
+    slope_ = p.alibi_slopes && softmax_head < heads ? p.alibi_slopes[first_head + softmax_head] : 0.f;
 #pragma unroll
     for (int i = 0; i < steps_per_warp; ++i)
     {
@@ -73,7 +84,7 @@ public:
   }
 
   /// Fold the tile of tokens token0 .. token0 + 31 (those >= end_token masked) held in
-  /// `stage`. Block-wide (contains one __syncthreads); the caller guarantees that every warp finished
+  /// `stage`. Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
   PAGEDATTN_DEVICE void Consume(const typename Stage::Storage& stage, int token0, int end_token, int seq_len)
   {
@@ -104,70 +115,56 @@ public:
     }
     __syncthreads();
 
-    // ---- softmax of head g over its 8 tokens 16st + 8h + 2q + e: the same in every warp ----------------
-    float score[2][2][2]; // [st][h][e]
+    // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
+    const int sh = warp * heads_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
+    float score[tokens_per_lane];
 #pragma unroll
-    for (int st = 0; st < 2; ++st)
+    for (int e = 0; e < tokens_per_lane; ++e) { score[e] = 0.f; }
+#pragma unroll
+    for (int w = 0; w < Warps; ++w) // fixed order
     {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < tokens_per_lane; e += 2)
       {
-        float2 sum = make_float2(0.f, 0.f);
-#pragma unroll
-        for (int w = 0; w < Warps; ++w) // fixed order: every warp gets the same bits
-        {
-          const float2 part = *reinterpret_cast<const float2*>(&temp_.scores[w][g][16 * st + 8 * h + 2 * q]);
-          sum.x += part.x;
-          sum.y += part.y;
-        }
-        score[st][h][0] = sum.x;
-        score[st][h][1] = sum.y;
+        const float2 part = *reinterpret_cast<const float2*>(&temp_.scores[w][sh][t0 + e]);
+        score[e] += part.x;
+        score[e + 1] += part.y;
       }
     }
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int st = 0; st < 2; ++st)
+    for (int e = 0; e < tokens_per_lane; ++e)
     {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-      {
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-        {
-          const int token = token0 + 16 * st + 8 * h + 2 * q + e;
-          float v = score[st][h][e] * p_.scale;
-          if (p_.alibi_slopes) { v = fmaf(slope_, static_cast<float>(token - seq_len + 1), v); }
-          score[st][h][e] = token < end_token ? v : -INFINITY;
-          tile_max = fmaxf(tile_max, score[st][h][e]);
-        }
-      }
+      const int token = token0 + t0 + e;
+      float v = score[e] * p_.scale;
+      if (p_.alibi_slopes) { v = fmaf(slope_, static_cast<float>(token - seq_len + 1), v); }
+      score[e] = token < end_token ? v : -INFINITY;
+      tile_max = fmaxf(tile_max, score[e]);
     }
-    tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, 1));
-    tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, 2)); // finite: token0 is live
-    float tile_sum = 0.f;
 #pragma unroll
-    for (int st = 0; st < 2; ++st)
+    for (int mask = 1; mask < lanes_per_head; mask *= 2) { tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, mask)); }
+    float tile_sum = 0.f; // tile_max is finite: token0 is live
+#pragma unroll
+    for (int e = 0; e < tokens_per_lane; ++e)
     {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-      {
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-        {
-          score[st][h][e] = __expf(score[st][h][e] - tile_max); // masked tokens: exp(-inf) = 0
-          tile_sum += score[st][h][e];
-        }
-      }
+      score[e] = __expf(score[e] - tile_max); // masked tokens: exp(-inf) = 0
+      tile_sum += score[e];
     }
-    tile_sum += arch::shfl_xor(tile_sum, 1);
-    tile_sum += arch::shfl_xor(tile_sum, 2);
+#pragma unroll
+    for (int mask = 1; mask < lanes_per_head; mask *= 2) { tile_sum += arch::shfl_xor(tile_sum, mask); }
     const SoftmaxRescale rs = softmax_rescale(max_score_, tile_max);
     max_score_ = rs.max_score;
     exp_sum_ = rescaled_sum(rs, exp_sum_, tile_sum);
+#pragma unroll
+    for (int e = 0; e < tokens_per_lane; e += 2)
+    {
+      *reinterpret_cast<std::uint32_t*>(&temp_.p[sh][t0 + e]) = pack_weights(rs.beta * score[e], rs.beta * score[e + 1]);
+    }
+    if (lane % lanes_per_head == 0) { temp_.alpha[sh] = rs.alpha; }
+    __syncthreads();
 
-    // The output columns of this lane are heads 2q and 2q + 1: fetch their rescale factor from a lane of
-    // that head's quad.
-    const float alpha0 = arch::shfl_idx(rs.alpha, 8 * q), alpha1 = arch::shfl_idx(rs.alpha, 8 * q + 4);
+    // The output columns of this lane are heads 2q and 2q + 1.
+    const float alpha0 = temp_.alpha[2 * q], alpha1 = temp_.alpha[2 * q + 1];
 #pragma unroll
     for (int i = 0; i < steps_per_warp; ++i)
     {
@@ -181,8 +178,8 @@ public:
 #pragma unroll
     for (int st = 0; st < 2; ++st)
     {
-      const std::uint32_t b0 = pack_weights(rs.beta * score[st][0][0], rs.beta * score[st][0][1]);
-      const std::uint32_t b1 = pack_weights(rs.beta * score[st][1][0], rs.beta * score[st][1][1]);
+      const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
+      const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
 #pragma unroll
       for (int i = 0; i < steps_per_warp; ++i)
       {
@@ -213,10 +210,11 @@ public:
         if (head < heads_) { values[head * HeadDim + dim] = out_[i][k]; }
       }
     }
-    if (warp == 0 && q == 0 && g < heads_)
+    const int sh = warp * heads_per_warp + lane / lanes_per_head;
+    if (lane % lanes_per_head == 0 && sh < heads_)
     {
-      stats[2 * g] = max_score_;
-      stats[2 * g + 1] = exp_sum_;
+      stats[2 * sh] = max_score_;
+      stats[2 * sh + 1] = exp_sum_;
     }
   }
 
@@ -224,10 +222,10 @@ private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
   int heads_;
-  float slope_;                      ///< ALiBi slope of head g (0 without ALiBi)
+  float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
   uint2 query_[steps_per_warp];      ///< head g, dims 16s + 4q .. 16s + 4q + 3 of this warp's k-steps
   float out_[steps_per_warp][4];     ///< O^T fragments of this warp's m-tiles
-  float max_score_, exp_sum_;        ///< head g, identical in every warp and every lane of the quad
+  float max_score_, exp_sum_;        ///< this lane's softmax head (the same in all lanes_per_head lanes)
 
   static PAGEDATTN_DEVICE std::uint32_t pack(T lo, T hi)
   {
