@@ -30,6 +30,7 @@ struct Candidate {
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
   static constexpr int stages = Stages;
+  static constexpr int tile_bytes = 32 * 1024;
 };
 
 __global__ void fill_random(__half* p, std::size_t n, unsigned seed)

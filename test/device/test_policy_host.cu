@@ -17,14 +17,14 @@ void check_limits()
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 32); // partitions (powers of two >= 32) never split a cache block
   CHECK(pagedattn::is_power_of_two(Policy::max_partition_tokens));
-  CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
     using Tile = typename Fold::Tile;
     CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head
     CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
-    CHECK(Fold::tile_tokens == 32);                                    // one lane per token; whole cache blocks
+    CHECK(Fold::tile_tokens % 32 == 0);                                // whole 32-token slabs: whole cache blocks
+    CHECK((Fold::tile_tokens == 32 || Fold::tile_tokens * HeadDim * 4 <= Policy::tile_bytes)); // at most tile_bytes of K + V
     CHECK(Fold::stages >= 2);
   }
   else
@@ -33,6 +33,7 @@ void check_limits()
     CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::chunks * Tile::x == HeadDim);
     CHECK(Fold::tile_tokens % 8 == 0); // V vectors of 8 tokens never straddle a cache block
+    CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   }
 }
 
@@ -147,16 +148,20 @@ TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller'
   auto a = valid_arguments(); // 2 sequences x 4 KV heads = 8 segments
   a.max_blocks_per_seq = 1000000 / 16;
 
-  // Automatic: halve from the policy's maximum until 8 segments give 2 blocks per SM (264), down to 32.
+  // Automatic: 8 segments and 2 blocks per SM on 132 SMs want 33 partitions per sequence.
   a.max_seq_len = 1000000;
   auto plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == P::max_partition_tokens); // 8 * 489 partitions fill 264 slots
+  CHECK(plan.partition_tokens == P::max_partition_tokens); // clamped
   CHECK(plan.max_partitions == (1000000 + P::max_partition_tokens - 1) / P::max_partition_tokens);
   a.max_seq_len = 16384;
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 256); // 8 * 64 >= 264 > 8 * 32
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 512); // ceil(16384 / 33) = 497, up to 512
+  a.num_seqs = 1;
+  a.max_seq_len = 100000;
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 1536); // 66 partitions x 4 KV heads = 264 blocks
+  a.num_seqs = 2;
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == 32); // the smallest
+  CHECK(plan.partition_tokens == 32); // ceil(1000 / 33) = 31, up to 32
   CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
   CHECK(plan.num_segments == 2u * 4u);

@@ -3,7 +3,7 @@
 // partials, for up to 8 query heads of a GQA group, with mma.sync m16n8k16 (fp16/bf16, sm_80+).
 //
 // The products are computed transposed, so that the 8 heads fill the mma's n = 8:
-//   S^T (32 tokens x 8 heads)  = K (tokens x dims) · Q^T (dims x heads)
+//   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
 //   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
 // and the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
@@ -33,13 +33,14 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps>
+template <class T, int HeadDim, int Warps, int Slabs = 1>
 class BlockTileTensorCore {
 public:
   static constexpr int max_heads = 8; ///< the mma's n
   static constexpr int block_threads = Warps * warp_threads;
   using Stage = KvTileStage<T, HeadDim, block_threads>;
-  static constexpr int tile_tokens = Stage::tile_tokens;           ///< 32: 2 QK m-tiles, 2 PV k-steps
+  static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
+  static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
   static constexpr int score_stride = tile_tokens + 8;              ///< floats per head row: conflict-free float2 reads
@@ -83,32 +84,34 @@ public:
     exp_sum_ = 0.f;
   }
 
-  /// Fold the tile of tokens token0 .. token0 + 31 (those >= end_token masked) held in
-  /// `stage`. Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
+  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token masked) held in
+  /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
-  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage& stage, int token0, int end_token, int seq_len)
+  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
 
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
-    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    float s[2 * Slabs][4];
+#pragma unroll
+    for (int r = 0; r < 2 * Slabs; ++r) { s[r][0] = s[r][1] = s[r][2] = s[r][3] = 0.f; }
 #pragma unroll
     for (int i = 0; i < steps_per_warp; ++i)
     {
       const int step = warp + i * Warps;
       if (steps_per_warp * Warps != k_steps && step >= k_steps) { break; } // warp-uniform
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int r = 0; r < 2 * Slabs; ++r)
       {
         std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-        ldmatrix_x4(&stage.k[Stage::k_unit(2 * step + upper, 16 * r + 8 * half + row8)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[r / 2].k[Stage::k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
         mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
       }
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
+    for (int r = 0; r < 2 * Slabs; ++r)
     {
 #pragma unroll
       for (int k = 0; k < 4; ++k) { temp_.scores[warp][2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][k]; }
@@ -176,7 +179,7 @@ public:
 
     // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
 #pragma unroll
-    for (int st = 0; st < 2; ++st)
+    for (int st = 0; st < 2 * Slabs; ++st)
     {
       const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
       const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
@@ -186,7 +189,7 @@ public:
         const int m = warp + i * Warps;
         if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
         std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-        ldmatrix_x4(&stage.v[Stage::v_unit(16 * m + 8 * half + row8, 2 * st + upper)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[st / 2].v[Stage::v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
         mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
       }
     }

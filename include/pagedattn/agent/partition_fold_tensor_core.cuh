@@ -3,7 +3,7 @@
 // asynchronous-copy pipeline streams the partition's K and V tiles into shared memory (KvTileStage) while
 // the block folds the tile that has landed (BlockTileTensorCore).
 //
-// Pipeline (Policy::stages buffers of 32 tokens each; S = stages):
+// Pipeline (Policy::stages buffers, each of `slabs` 32-token KvTileStages; S = stages):
 //   prologue: issue tiles 0 .. S-2, one commit group each (empty groups keep the count uniform)
 //   tile i:   wait until tile i's group has landed (at most S-2 younger groups pending), barrier
 //             (tile i visible to all; every warp done with tile i-1, whose buffer is refilled next),
@@ -22,7 +22,11 @@ public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
   static constexpr int stages = Policy::stages;
-  using Tile = BlockTileTensorCore<T, HeadDim, warps>;
+  /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
+  /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
+  static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
+  static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs>;
   using Stage = typename Tile::Stage;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
@@ -31,7 +35,7 @@ public:
   static constexpr int max_partition_blocks = Policy::max_partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
 
   struct TempStorage {
-    typename Stage::Storage stage[stages];
+    typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
   };
@@ -54,9 +58,13 @@ public:
     auto load = [&](int i) {
       if (i < tiles)
       {
-        const int token0 = work.first_token + i * tile_tokens;
-        bad |= Stage::Load(temp.stage[i % stages], p, temp.block_ids + ((i * tile_tokens) >> log2_block_size), work.kv_head, token0,
-                           work.end_token, log2_block_size);
+#pragma unroll
+        for (int j = 0; j < slabs; ++j)
+        {
+          const int offset = i * tile_tokens + j * Stage::tile_tokens; // from the partition's first token
+          bad |= Stage::Load(temp.stage[i % stages][j], p, temp.block_ids + (offset >> log2_block_size), work.kv_head,
+                             work.first_token + offset, work.end_token, log2_block_size);
+        }
       }
       arch::copy_async_commit();
     };

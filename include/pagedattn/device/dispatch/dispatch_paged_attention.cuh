@@ -199,17 +199,21 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
                                          "] (policy " + Policy::name + ")");
 }
 
-/// Partition size of a launch: the caller's, or the largest power of two in [32, max_partition_tokens]
-/// that still gives each of the device's SMs min_blocks_per_sm thread blocks (long batches keep long
-/// partitions and a short combine; a lone short sequence is split finely enough to use the GPU).
+/// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
+/// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
+/// multiple of 32, within [32, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
+/// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
+/// short combine, and a short sequence is split as finely as 32 tokens.
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const std::size_t slots = static_cast<std::size_t>(sm_count) * Policy::min_blocks_per_sm;
-  int tokens = Policy::max_partition_tokens;
-  while (tokens > 32 && num_segments * static_cast<std::size_t>((a.max_seq_len + tokens - 1) / tokens) < slots) { tokens /= 2; }
-  return tokens;
+  const std::size_t slots = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
+  const std::size_t segments = num_segments > 0 ? num_segments : 1;
+  const std::size_t parts = (slots + segments - 1) / segments; // partitions per sequence wanted
+  const std::size_t per_part = (static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1) + parts - 1) / parts;
+  const std::size_t tokens = (per_part + 31) / 32 * 32;
+  return static_cast<int>(tokens < 32 ? 32 : tokens > static_cast<std::size_t>(Policy::max_partition_tokens) ? Policy::max_partition_tokens : tokens);
 }
 
 template <class Policy, class T>

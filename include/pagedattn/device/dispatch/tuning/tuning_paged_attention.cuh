@@ -47,7 +47,8 @@ struct PagedAttentionPolicySm80 {
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
   static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
-  static constexpr int stages = 2;               ///< tensor-core pipeline: 32-token stages (stages - 1 in flight)
+  static constexpr int stages = 2;               ///< tensor-core pipeline: buffers (stages - 1 in flight) ...
+  static constexpr int tile_bytes = 32 * 1024;   ///< ... of about this much K + V each (whole 32-token slabs)
 };
 
 /// NVIDIA Hopper (sm_90): 227 KB of shared memory per block, 228 KB per SM. Three 32 KB stages (head 256)
@@ -62,6 +63,7 @@ struct PagedAttentionPolicySm90 {
   static constexpr int key_chunks_in_flight = 8;
   static constexpr bool tensor_cores = true;
   static constexpr int stages = 3;
+  static constexpr int tile_bytes = 32 * 1024;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
