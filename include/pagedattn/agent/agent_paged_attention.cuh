@@ -68,6 +68,7 @@ public:
     const int first_head = kv_head * p_.gqa_ratio + head_tile * p_.heads_per_tile;
     const int heads = detail::min_int(p_.heads_per_tile, p_.gqa_ratio - head_tile * p_.heads_per_tile);
     const int seq_len = p_.seq_lens[seq];
+    Fold::Prefetch(temp_.phase.fold, p_, seq, tile.partition * p_.partition_tokens); // overlaps the seq_len load
 
     const bool bad_length = seq_len < 0 || seq_len > p_.max_seq_len ||
                             static_cast<std::int64_t>(seq_len) > static_cast<std::int64_t>(p_.max_blocks_per_seq) * p_.block_size;

@@ -64,9 +64,10 @@ class AgentPartitionCombine {
 
 public:
   /// Partials folded per chunk: their statistics are staged at once and their values loaded
-  /// fold_batch at a time, so a chunk costs 1 + fold_chunk / fold_batch L2 round trips, not fold_chunk.
+  /// fold_batch at a time (the first batch with the statistics), so a chunk of 16 costs 2 L2 round
+  /// trips, not 16.
   static constexpr int fold_chunk = partition_group_size;
-  static constexpr int fold_batch = 4;
+  static constexpr int fold_batch = 8;
 
   struct TempStorage {
     float max_score[MaxHeads];
@@ -215,17 +216,34 @@ private:
   }
 
   /// FoldSequence for count <= fold_chunk partials. The order of the arithmetic is that of a plain left
-  /// fold, one rescaled_sum per element and step; only the loads are batched.
+  /// fold, one rescaled_sum per element and step; only the loads are batched: the statistics of every
+  /// partial and the values of the first fold_batch go out together, then one batch of values at a time.
   template <class Src>
   PAGEDATTN_DEVICE void FoldChunk(Src src, int first, int count, bool fresh)
   {
-    // 1. every partial's statistics at once
+    float4 x[fold_batch][vectors_per_thread];
+    auto load_batch = [&](int q0) {
+#pragma unroll
+      for (int b = 0; b < fold_batch; ++b)
+      {
+        if (q0 + b >= count) { break; }
+        const float* values = src(first + q0 + b).values;
+#pragma unroll
+        for (int j = 0; j < vectors_per_thread; ++j)
+        {
+          const int v = vector_index(j);
+          if (v < vectors()) { x[b][j] = arch::load_cg(reinterpret_cast<const float4*>(values) + v); }
+        }
+      }
+    };
+    // 1. every partial's statistics, and the first batch of values
     for (int i = threadIdx.x; i < count * heads_; i += BlockThreads)
     {
       const int q = i / heads_, h = i % heads_;
       const float* stats = src(first + q).stats;
       temp_.staged_stats[q][h] = make_float2(arch::load_cg(stats + 2 * h), arch::load_cg(stats + 2 * h + 1));
     }
+    load_batch(0);
     __syncthreads();
     // 2. per head, the chain of rescale factors (step q folds partial q into the running value)
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
@@ -243,22 +261,10 @@ private:
       temp_.exp_sum[h] = l;
     }
     __syncthreads();
-    // 3. the values, fold_batch partials in flight at a time
+    // 3. fold the values in order, one batch in registers at a time
     for (int q0 = 0; q0 < count; q0 += fold_batch)
     {
-      float4 x[fold_batch][vectors_per_thread];
-#pragma unroll
-      for (int b = 0; b < fold_batch; ++b)
-      {
-        if (q0 + b >= count) { break; }
-        const float* values = src(first + q0 + b).values;
-#pragma unroll
-        for (int j = 0; j < vectors_per_thread; ++j)
-        {
-          const int v = vector_index(j);
-          if (v < vectors()) { x[b][j] = arch::load_cg(reinterpret_cast<const float4*>(values) + v); }
-        }
-      }
+      if (q0 > 0) { load_batch(q0); }
 #pragma unroll
       for (int b = 0; b < fold_batch; ++b)
       {

@@ -40,19 +40,25 @@ public:
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
   };
 
-  /// Block-wide; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills its tokens, and
-  /// the caller poisons the partial).
+  /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
+  /// table entries of the partition starting at first_token, as far as the table row goes. Run() reads
+  /// only those of live tokens.
+  static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_token)
+  {
+    const int first_block = first_token / p.block_size;
+    const int blocks = min(p.partition_tokens / p.block_size, p.max_blocks_per_seq - first_block);
+    const int* table = p.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + first_block;
+    for (int b = threadIdx.x; b < blocks; b += block_threads) { temp.block_ids[b] = table[b]; }
+  }
+
+  /// Block-wide, after Prefetch; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills
+  /// its tokens, and the caller poisons the partial).
   static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
                                    float* values)
   {
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
-    // The partition's block table entries, once (the partition starts on a block boundary).
-    const int first_block = work.first_token >> log2_block_size;
-    const int blocks = ceil_div(work.end_token - work.first_token, p.block_size);
-    const int* table = p.block_tables + static_cast<std::int64_t>(work.seq) * p.max_blocks_per_seq + first_block;
-    for (int b = threadIdx.x; b < blocks; b += block_threads) { temp.block_ids[b] = table[b]; }
-    __syncthreads();
+    __syncthreads(); // the prefetched block ids
 
     bool bad = false;
     auto load = [&](int i) {

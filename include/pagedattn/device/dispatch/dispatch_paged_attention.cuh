@@ -199,11 +199,15 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
                                          "] (policy " + Policy::name + ")");
 }
 
+/// Smallest automatic partition: 64 tokens keep a short sequence (up to 1024 tokens) in one combine
+/// group of 16 partitions, which needs no look-back.
+inline constexpr int min_auto_partition_tokens = 64;
+
 /// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
 /// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
-/// multiple of 32, within [32, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
+/// multiple of 32, within [64, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
 /// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
-/// short combine, and a short sequence is split as finely as 32 tokens.
+/// short combine, and a short sequence is split as finely as 64 tokens.
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
@@ -213,7 +217,8 @@ int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segment
   const std::size_t parts = (slots + segments - 1) / segments; // partitions per sequence wanted
   const std::size_t per_part = (static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1) + parts - 1) / parts;
   const std::size_t tokens = (per_part + 31) / 32 * 32;
-  return static_cast<int>(tokens < 32 ? 32 : tokens > static_cast<std::size_t>(Policy::max_partition_tokens) ? Policy::max_partition_tokens : tokens);
+  const std::size_t smallest = min_auto_partition_tokens;
+  return static_cast<int>(tokens < smallest ? smallest : tokens > static_cast<std::size_t>(Policy::max_partition_tokens) ? Policy::max_partition_tokens : tokens);
 }
 
 template <class Policy, class T>
