@@ -16,7 +16,9 @@ BUILD=${1:-build-h200}
 mkdir -p "$OUT"
 log() { echo "[h200_run] $*"; }
 
-if [ ! -f "$BUILD/CTestTestfile.cmake" ] && [ -f ".carry/$BUILD.tgz" ]; then tar -xzf ".carry/$BUILD.tgz"; fi
+# A carried build always replaces what a warm machine kept from an earlier call (a stale build would run
+# under the wrong commit stamp).
+if [ -f ".carry/$BUILD.tgz" ]; then rm -rf "$BUILD" && tar -xzf ".carry/$BUILD.tgz"; fi
 if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
   log "no carried build: configuring one here"
   catch2_dir=$PWD/.deps/catch2/usr/lib/cmake/Catch2
