@@ -15,8 +15,8 @@ void check_limits()
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
-  CHECK(Policy::max_partition_tokens >= 32); // partitions (powers of two >= 32) never split a cache block
-  CHECK(pagedattn::is_power_of_two(Policy::max_partition_tokens));
+  CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
+  CHECK(Policy::max_partition_tokens % 32 == 0);
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
     using Tile = typename Fold::Tile;

@@ -226,7 +226,7 @@ private:
   const PagedAttentionParams<T>& p_;
   int heads_;
   float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
-  uint2 query_[steps_per_warp];      ///< head g, dims 16s + 4q .. 16s + 4q + 3 of this warp's k-steps
+  uint2 query_[steps_per_warp];      ///< head g, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
   float out_[steps_per_warp][4];     ///< O^T fragments of this warp's m-tiles
   float max_score_, exp_sum_;        ///< this lane's softmax head (the same in all lanes_per_head lanes)
 

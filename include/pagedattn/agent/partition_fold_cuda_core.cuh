@@ -20,6 +20,9 @@ public:
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 
+  /// Run() writes the partial while it still reads TempStorage: the partial must live elsewhere.
+  static constexpr bool partial_after_storage = false;
+
   struct TempStorage {
     union alignas(16) {
       typename WarpTile::LoopStorage loop; ///< main loop: per-warp scratch

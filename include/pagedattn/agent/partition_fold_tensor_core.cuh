@@ -34,6 +34,9 @@ public:
 
   static constexpr int max_partition_blocks = Policy::max_partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
 
+  /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
+  static constexpr bool partial_after_storage = true;
+
   struct TempStorage {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
@@ -52,7 +55,7 @@ public:
   }
 
   /// Block-wide, after Prefetch; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills
-  /// its tokens, and the caller poisons the partial).
+  /// its tokens, and the caller poisons the partial), except that stats and values may alias `temp`.
   static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
                                    float* values)
   {
@@ -86,6 +89,7 @@ public:
       tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
     }
     arch::copy_async_wait<0>(); // only empty groups remain; nothing may land after the storage is reused
+    __syncthreads();            // every warp is done with the stages: the partial may overwrite them
     tile.StorePartial(stats, values);
     return __syncthreads_or(bad) != 0;
   }

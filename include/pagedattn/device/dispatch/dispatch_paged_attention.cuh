@@ -116,6 +116,7 @@ cudaError_t validate(const DecodeArguments<T>& a)
     return bad("max_seq_len (" + std::to_string(a.max_seq_len) + ") exceeds max_blocks_per_seq * block_size");
   }
   if (!(a.scale == a.scale) || a.scale == INFINITY || a.scale == -INFINITY) { return bad("scale must be finite"); }
+  if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if (a.num_seqs == 0) { return cudaSuccess; }
   if (!a.output) { return bad("output is null"); }
   if (!a.query) { return bad("query is null"); }
@@ -127,7 +128,6 @@ cudaError_t validate(const DecodeArguments<T>& a)
   if (reinterpret_cast<std::uintptr_t>(a.value_cache) % 16) { return bad("value_cache must be 16-byte aligned"); }
   if (a.query_head_stride < 0 || a.query_seq_stride < 0) { return bad("query strides must be >= 0"); }
   if (a.output_head_stride < 0 || a.output_seq_stride < 0) { return bad("output strides must be >= 0"); }
-  if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   return cudaSuccess;
 }
 

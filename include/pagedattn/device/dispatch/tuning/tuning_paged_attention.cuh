@@ -10,9 +10,9 @@
 // the sm_80 code needs no more shared memory than the sm_90 launch provides (the partition size travels
 // at run time), which test/device/test_policy_host.cu checks.
 //
-// Partition size: the launch picks a power of two between 32 and max_partition_tokens (a power of two),
-// the largest that still gives every SM min_blocks_per_sm blocks (dispatch_paged_attention.cuh,
-// make_plan), unless DecodeArguments::partition_tokens fixes it.
+// Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
+// sequence into enough partitions to give every SM min_blocks_per_sm blocks in one wave: a multiple of
+// 32 tokens in [64, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -51,18 +51,20 @@ struct PagedAttentionPolicySm80 {
   static constexpr int tile_bytes = 32 * 1024;   ///< ... of about this much K + V each (whole 32-token slabs)
 };
 
-/// NVIDIA Hopper (sm_90): 227 KB of shared memory per block, 228 KB per SM. Three 32 KB stages (head 256)
-/// per block and two blocks per SM keep 128 KB of K and V in flight per SM. Chosen with
-/// bench/bench_policies.cu (bench/NOTES.md).
+/// NVIDIA Hopper (sm_90): 228 KB of shared memory per SM. Two 32 KB stages per block (one tile in flight
+/// while one is folded) and three blocks per SM: 96 KB of K and V in flight per SM and 12 warps to hide
+/// the fold's latency (shared memory alone limits a block to a third of the SM). min_blocks_per_sm stays 2:
+/// it sets the automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a
+/// 170-register cap) measured 17 % slower at 64x4096. Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
   static constexpr int max_partition_tokens = 2048;
-  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 2; ///< two blocks per SM
+  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8;
   static constexpr bool tensor_cores = true;
-  static constexpr int stages = 3;
+  static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
 };
 
