@@ -29,7 +29,6 @@ struct Candidate {
   static constexpr int max_partition_tokens = Partition;
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
-  static constexpr int resident_blocks_per_sm = Stages == 2 ? 3 : 2; // what shared memory allows at head 256
   static constexpr int stages = Stages;
   static constexpr int tile_bytes = 32 * 1024;
 };

@@ -43,7 +43,7 @@ public:
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
-  static constexpr int score_stride = tile_tokens + 4;              ///< floats per head row: conflict-free stores
+  static constexpr int score_stride = tile_tokens + 8;              ///< floats per head row: conflict-free float2 reads
   static constexpr int p_stride = tile_tokens + 8;                  ///< elements per P row: conflict-free B reads
   static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
   static constexpr int lanes_per_head = warp_threads / heads_per_warp;

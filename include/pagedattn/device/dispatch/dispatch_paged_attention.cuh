@@ -204,16 +204,15 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
 inline constexpr int min_auto_partition_tokens = 64;
 
 /// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
-/// partitions as it takes to give every SM resident_blocks_per_sm thread blocks in one wave (rounded up to a
-/// multiple of 32, within [64, max_partition_tokens]). With the sm_90 policy (3 blocks per SM) a lone
-/// 100K-token sequence on 132 SMs thus gets 98 partitions of 1024 tokens per KV head (392 blocks for 396
-/// slots), a large batch keeps long partitions and a short combine, and a short sequence is split as
-/// finely as 64 tokens.
+/// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
+/// multiple of 32, within [64, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
+/// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
+/// short combine, and a short sequence is split as finely as 64 tokens.
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const std::size_t slots = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::resident_blocks_per_sm;
+  const std::size_t slots = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
   const std::size_t segments = num_segments > 0 ? num_segments : 1;
   const std::size_t parts = (slots + segments - 1) / segments; // partitions per sequence wanted
   const std::size_t per_part = (static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1) + parts - 1) / parts;

@@ -11,8 +11,8 @@
 // at run time), which test/device/test_policy_host.cu checks.
 //
 // Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
-// sequence into enough partitions to give every SM resident_blocks_per_sm blocks in one wave: a multiple
-// of 32 tokens in [64, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
+// sequence into enough partitions to give every SM min_blocks_per_sm blocks in one wave: a multiple of
+// 32 tokens in [64, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -33,7 +33,6 @@ struct PagedAttentionPolicyBIV100 {
   static constexpr int max_partition_tokens = 512;         ///< the seeds' partition size: the largest used
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 1;
-  static constexpr int resident_blocks_per_sm = 1; ///< the wave the automatic partition size fills
   static constexpr int key_chunks_in_flight = 4; ///< CUDA-core tile: 16-byte key loads in flight per lane
   static constexpr bool tensor_cores = false;     ///< no inline PTX on BI-V100: CUDA cores only
 };
@@ -46,7 +45,6 @@ struct PagedAttentionPolicySm80 {
   static constexpr int max_partition_tokens = 2048; ///< == sm_90's (see the note at the top)
   static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
-  static constexpr int resident_blocks_per_sm = 2; ///< A100: two blocks of <= 82 KB per SM
   static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
   static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
   static constexpr int stages = 2;               ///< tensor-core pipeline: buffers (stages - 1 in flight) ...
@@ -55,17 +53,15 @@ struct PagedAttentionPolicySm80 {
 
 /// NVIDIA Hopper (sm_90): 228 KB of shared memory per SM. Two 32 KB stages per block (one tile in flight
 /// while one is folded) and three blocks per SM: 96 KB of K and V in flight per SM and 12 warps to hide
-/// the fold's latency (shared memory limits a block to a third of the SM). The automatic partition size
-/// fills one wave of three blocks per SM; min_blocks_per_sm (the launch bound) stays 2, because a bound
-/// of 3 (a 170-register cap) measured 17 % slower at 64x4096. Chosen with bench/bench_policies.cu
-/// (bench/NOTES.md, v12, v13).
+/// the fold's latency (shared memory alone limits a block to a third of the SM). min_blocks_per_sm stays 2:
+/// it sets the automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a
+/// 170-register cap) measured 17 % slower at 64x4096. Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
   static constexpr int max_partition_tokens = 2048;
-  static constexpr std::size_t smem_budget_bytes = 228 * 1024 / 3 - 1024; ///< three blocks per SM (1 KB each reserved)
+  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
   static constexpr int min_blocks_per_sm = 2;
-  static constexpr int resident_blocks_per_sm = 3;
   static constexpr int key_chunks_in_flight = 8;
   static constexpr bool tensor_cores = true;
   static constexpr int stages = 2;
