@@ -130,9 +130,7 @@ int main(int argc, char** argv)
       CHECK_CUDA(cudaFree(temp));
     };
     time_policy(pagedattn::DefaultPagedAttentionPolicies{}, "default");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 2048, 3, 2>>{}, "w4 p<=2048 s2 b3");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 2048, 2, 2>>{}, "w4 p<=2048 s2 b2");
-    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 1024, 2, 3>>{}, "w4 p<=1024 s3 b2");
+    time_policy(pagedattn::SinglePolicyChain<Candidate<128, 2048, 2, 3>>{}, "w4 p<=2048 s3 b2");
     CHECK_CUDA(cudaFree(k)); CHECK_CUDA(cudaFree(v)); CHECK_CUDA(cudaFree(q)); CHECK_CUDA(cudaFree(o));
     CHECK_CUDA(cudaFree(tables)); CHECK_CUDA(cudaFree(lens));
   }

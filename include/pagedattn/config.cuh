@@ -4,3 +4,11 @@
 
 #define PAGEDATTN_HOST_DEVICE __host__ __device__ __forceinline__
 #define PAGEDATTN_DEVICE __device__ __forceinline__
+
+/// Timeline instrumentation (off by default): a translation unit that defines PAGEDATTN_TRACE_POINT(point)
+/// before including pagedattn gets a call at each numbered step of a thread block's decode (see
+/// bench/trace_decode.cu, which records %globaltimer per block). Points: 0 start, 1 tile chosen, 2 block
+/// ids staged, 3 first K/V tile landed, 4 partition folded, 5 arrival counted, 6 group folded, 7 done.
+#ifndef PAGEDATTN_TRACE_POINT
+#define PAGEDATTN_TRACE_POINT(point) ((void)0)
+#endif

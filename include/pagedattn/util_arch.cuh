@@ -140,20 +140,66 @@ PAGEDATTN_DEVICE float4 load_cg(const float4* ptr)
 }
 
 /// Publish a status word: every global write this thread made before is visible to a thread that
-/// reads `value` with load_acquire. (fence + relaxed volatile store == release on both vendors.)
+/// reads `value` with load_acquire (and, after a __syncthreads, every write the block made before).
 PAGEDATTN_DEVICE void store_release(unsigned* ptr, unsigned value)
 {
-  __threadfence();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(__ILUVATAR__)
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(ptr), "r"(value) : "memory");
+#else
+  __threadfence(); // fence + relaxed volatile store == release
   *reinterpret_cast<volatile unsigned*>(ptr) = value;
+#endif
 }
 /// Read a status word; writes published before it (store_release) are visible to this thread's later
-/// loads. (volatile load + fence == acquire.)
+/// loads (and, after a __syncthreads, to the block's).
 PAGEDATTN_DEVICE unsigned load_acquire(const unsigned* ptr)
 {
-  unsigned value = *reinterpret_cast<const volatile unsigned*>(ptr);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(__ILUVATAR__)
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(ptr) : "memory");
+  return value;
+#else
+  const unsigned value = *reinterpret_cast<const volatile unsigned*>(ptr); // volatile load + fence == acquire
   __threadfence();
   return value;
+#endif
 }
+/// Counter increment with acquire-release order (returns the old value): the writes this thread made
+/// before (and, after a __syncthreads, the block's) are visible to whoever increments it later, and the
+/// writes of everyone who incremented it before are visible to this thread's later loads. One gpu-scope
+/// acquire-release operation instead of two sequentially consistent fences.
+PAGEDATTN_DEVICE unsigned atomic_add_acq_rel(unsigned* ptr, unsigned value)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(__ILUVATAR__)
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(ptr), "r"(value) : "memory");
+  return old;
+#else
+  __threadfence();
+  const unsigned old = atomicAdd(ptr, value);
+  __threadfence();
+  return old;
+#endif
+}
+
+// ---- programmatic dependent launch (sm_90; no-ops elsewhere) ------------------------------------------
+/// Let the kernel launched after this one in the stream (with programmatic stream serialization) start
+/// now; it still waits in wait_for_prior_grids() for this grid to finish.
+PAGEDATTN_DEVICE void launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__)
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+/// Wait until the grids this one depends on have completed and their writes are visible (returns at once
+/// for a kernel launched without programmatic stream serialization).
+PAGEDATTN_DEVICE void wait_for_prior_grids()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__)
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /// Nanoseconds of the GPU's global timer (coarse; for measuring protocol latencies only). On BI-V100
 /// this is the SM clock counter (cycles, not nanoseconds): timings there are relative only.
 PAGEDATTN_DEVICE unsigned long long global_timer_ns()

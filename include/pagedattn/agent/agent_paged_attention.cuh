@@ -50,8 +50,8 @@ public:
   /// partial and the combine's scratch reuse it: 8 KB less per block at head 256 (a third block per SM
   /// fits with two stages). The CUDA-core fold writes the partial from its block-reduce storage.
   struct AliasedStorage {
-    union alignas(16) {
-      typename Fold::TempStorage fold; ///< while the partition is folded
+    union {
+      typename Fold::TempStorage fold; ///< while the partition is folded (first: its alignment is the smem base's)
       struct {
         typename Combine::TempStorage combine;
         PartialStorage partial;
@@ -77,12 +77,19 @@ public:
 
   PAGEDATTN_DEVICE void Run()
   {
+    PAGEDATTN_TRACE_POINT(0);
     // ---- which tile ---------------------------------------------------------------------------------
     if (threadIdx.x == 0)
     {
-      temp_.ticket = p_.use_tickets ? arch::atomic_fetch_add(p_.state.ticket, 1u) : blockIdx.x;
+      if (p_.use_tickets)
+      {
+        arch::wait_for_prior_grids(); // the ticket's reset (the init pass) is complete
+        temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+      }
+      else { temp_.ticket = blockIdx.x; }
     }
     __syncthreads();
+    PAGEDATTN_TRACE_POINT(1);
     const TileCoordinates tile = tile_of_ticket(temp_.ticket, p_.max_partitions);
     const int head_tile = tile.segment % p_.head_tiles;
     const int kv_head = (tile.segment / p_.head_tiles) % p_.num_kv_heads;
@@ -113,6 +120,7 @@ public:
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
+    PAGEDATTN_TRACE_POINT(4);
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);

@@ -29,7 +29,7 @@ struct PagedAttentionParams {
   int heads_per_tile, head_tiles; ///< the GQA group of a KV head, split into tiles of <= MaxHeads heads
   int gqa_ratio;
   int partition_tokens, max_partitions;
-  bool use_tickets; ///< partitioned path: tickets + look-back; single-partition path: blockIdx
+  bool use_tickets; ///< a segment may have several combine groups (look-back): tiles by ticket; else blockIdx
   PartitionTileState state;
 };
 

@@ -5,30 +5,32 @@
 //
 // Protocol, for the block that owns partition p of a segment with P > 1 partitions, in group
 // g = p / partition_group_size of G = ceil(P / partition_group_size) groups:
-//   1. Store the block's aggregate (cache-global stores), __threadfence, __syncthreads; one thread
-//      increments the group's arrival counter. Every block but the group's last arrival is done.
-//   2. The last arrival (after a __threadfence) folds the group's aggregates in partition order:
+//   1. Store the block's aggregate (cache-global stores), __syncthreads; one thread increments the
+//      group's arrival counter with an acquire-release atomic (the barrier puts the whole block's stores
+//      before it). Every block but the group's last arrival is done.
+//   2. The last arrival (a barrier after the atomic) folds the group's aggregates in partition order:
 //      A_g = a_first ⊕ ... ⊕ a_last. With G == 1 it writes the normalised output and stops.
 //   3. Group 0 publishes A_0 as its INCLUSIVE value. A later group publishes A_g as AGGREGATE, then
 //      looks back: warp 0 polls the statuses of up to warp_threads preceding groups (acquire loads) and
 //      stops at the nearest INCLUSIVE group k once every group between k and g is at least AGGREGATE.
 //      It folds forward: I_g = I_k ⊕ A_{k+1} ⊕ ... ⊕ A_g, in increasing group order.
-//   4. g < G-1: publish I_g as INCLUSIVE (values, fence, barrier, then the status with a release store).
+//   4. g < G-1: publish I_g as INCLUSIVE (values, barrier, then the status with a release store).
 //      g == G-1: write the normalised output instead.
 //
 // Bitwise reproducibility: every A_g is a fixed left fold, and every I_g is the left fold A_0 ⊕ ... ⊕ A_g
 // however far back the look-back went (by induction on g). The output is therefore the same bits
 // whatever the timing, and equals the two-kernel combine (FoldSegment), which folds in the same order.
-// Short tail: after the last partition finishes, at most partition_group_size tile folds plus a few
-// group folds remain (the look-back rarely finds its nearest INCLUSIVE group more than one back), and a
-// fold of up to 16 partials costs a handful of L2 round trips: the statistics of all of them are loaded
-// at once, the values fold_batch partials at a time (FoldChunk).
+// Short tail: after the last partition finishes, one group fold and one look-back fold remain, and a
+// fold of up to fold_chunk (= partition_group_size + 1 = 9) partials costs one L2 round trip: their
+// statistics and values are all loaded at once, and the rescale factors of the fold's steps are
+// computed in parallel (FoldChunk), not one after the other.
 //
 // Forward progress: tiles come from an atomic ticket taken when a block starts, numbered so that the
 // partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
 // all of whose blocks drew smaller tickets and have therefore started; group 0 never waits. Blocks that
 // have started run to completion unless they wait, so by induction every wait ends: no deadlock,
-// whatever order the hardware starts blocks in.
+// whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits,
+// and a block's tile is simply its blockIdx.x (no ticket).
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/block/online_softmax_combine.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -63,11 +65,10 @@ class AgentPartitionCombine {
   static constexpr int vectors_per_thread = ceil_div(max_vectors, BlockThreads);
 
 public:
-  /// Partials folded per chunk: their statistics are staged at once and their values loaded
-  /// fold_batch at a time (the first batch with the statistics), so a chunk of 16 costs 2 L2 round
-  /// trips, not 16.
-  static constexpr int fold_chunk = partition_group_size;
-  static constexpr int fold_batch = 8;
+  /// Partials folded per chunk (one L2 round trip, FoldChunk): a whole group, or, in a look-back fold, the
+  /// inclusive value found plus up to a group's worth of aggregates (up to 9 groups, 72 partitions, the
+  /// whole look-back fold is one round trip).
+  static constexpr int fold_chunk = partition_group_size + 1;
 
   struct TempStorage {
     float max_score[MaxHeads];
@@ -88,7 +89,7 @@ public:
                             const float* own_stats, const float* own_values, WriteOutput write,
                             CombineTiming* timing = nullptr)
   {
-    LoadFrom<false>(own_stats, own_values);
+    LoadOwn(own_stats, own_values);
     if (num_partitions == 1)
     {
       WriteOutput_(write);
@@ -100,20 +101,23 @@ public:
     const int group_first = group * partition_group_size;
     const int group_size = min(partition_group_size, num_partitions - group_first);
     StoreValue(state.tile(segment, partition));
-    arch::fence_device(); // every thread's stores, before the arrival is counted
-    __syncthreads();
+    __syncthreads(); // every thread's stores, before thread 0 releases them
     if (threadIdx.x == 0)
     {
       if (timing) { arch::atomic_max(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
-      const unsigned arrived = arch::atomic_fetch_add(state.arrivals + state.group_index(segment, group), 1u);
+      arch::wait_for_prior_grids(); // the counters' reset (the init pass) is complete
+      // Releases this block's aggregate; the last arrival acquires every other block's (and passes them
+      // on to its threads through the barrier below).
+      const unsigned arrived = arch::atomic_add_acq_rel(state.arrivals + state.group_index(segment, group), 1u);
       temp_.last_arrival = arrived == static_cast<unsigned>(group_size - 1);
-      arch::fence_device(); // the last arrival sees every other block's stores
     }
     __syncthreads();
+    PAGEDATTN_TRACE_POINT(5);
     if (!temp_.last_arrival) { return; }
 
-    // 2. fold the group
-    FoldTiles(state, segment, group_first, group_size);
+    // 2. fold the group (this block's own aggregate is still in registers: it is not loaded back)
+    FoldSequence([&](int q) { return q == partition ? running_value : state.tile(segment, q); }, group_first, group_size, /*fresh=*/true);
+    PAGEDATTN_TRACE_POINT(6);
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     if (num_groups == 1)
     {
@@ -128,12 +132,18 @@ public:
       return;
     }
     Publish(state, segment, group, tile_status_aggregate);
+    PAGEDATTN_TRACE_POINT(11);
     if (arch::warp_id() == 0) { LookBack(state, segment, group); }
     __syncthreads();
+    PAGEDATTN_TRACE_POINT(12);
+    // I_g = I_k ⊕ A_{k+1} ⊕ ... ⊕ A_g, one left fold whose first operand is group k's inclusive value. A_g
+    // (just published) is still in registers, which serves while the fold is a single chunk.
     const int k = temp_.lookback_start;
-    LoadFrom<true>(state.group(segment, k, true));
-    FoldSequence([&](int q) { return state.group(segment, q, false); }, k + 1, group - k, /*fresh=*/false);
+    const bool one_chunk = group - k + 1 <= fold_chunk;
+    FoldSequence([&](int q) { return q == group && one_chunk ? running_value : state.group(segment, q, /*inclusive=*/q == k); }, k,
+                 group - k + 1, /*fresh=*/true);
 
+    PAGEDATTN_TRACE_POINT(13);
     // 4. publish the inclusive value, or finish the segment
     if (group < num_groups - 1) { Publish(state, segment, group, tile_status_inclusive); }
     else { Finish(write, timing); }
@@ -141,6 +151,9 @@ public:
 
   /// Two-kernel combine, second kernel: the same combine tree, folded by one block per segment without
   /// waiting (group aggregates go through global memory exactly as in Run). Same bits as Run().
+  /// A fold source that stands for the running value (FoldChunk).
+  static constexpr PartialRef running_value{nullptr, nullptr};
+
   template <class WriteOutput>
   PAGEDATTN_DEVICE void FoldSegment(const PartitionTileState& state, int segment, int num_partitions, WriteOutput write)
   {
@@ -155,8 +168,7 @@ public:
     {
       arch::fence_device();
       __syncthreads();
-      LoadFrom<true>(state.group(segment, 0, false));
-      FoldSequence([&](int q) { return state.group(segment, q, false); }, 1, num_groups - 1, /*fresh=*/false);
+      FoldSequence([&](int q) { return state.group(segment, q, false); }, 0, num_groups, /*fresh=*/true);
     }
     WriteOutput_(write);
   }
@@ -165,7 +177,7 @@ public:
   PAGEDATTN_DEVICE void StoreAggregate(const PartitionTileState& state, int segment, int partition, const float* own_stats,
                                        const float* own_values)
   {
-    LoadFrom<false>(own_stats, own_values);
+    LoadOwn(own_stats, own_values);
     StoreValue(state.tile(segment, partition));
   }
 
@@ -177,32 +189,20 @@ private:
   PAGEDATTN_DEVICE int vectors() const { return heads_ * vectors_per_head; }
   PAGEDATTN_DEVICE static int vector_index(int j) { return static_cast<int>(threadIdx.x) + j * BlockThreads; }
 
-  template <bool Global>
-  PAGEDATTN_DEVICE static float load_value(const float* p) { if constexpr (Global) { return arch::load_cg(p); } else { return *p; } }
-  template <bool Global>
-  PAGEDATTN_DEVICE static float4 load_vector(const float* p)
-  {
-    if constexpr (Global) { return arch::load_cg(reinterpret_cast<const float4*>(p)); }
-    else { return *reinterpret_cast<const float4*>(p); }
-  }
-
-  template <bool Global>
-  PAGEDATTN_DEVICE void LoadFrom(PartialRef src) { LoadFrom<Global>(src.stats, src.values); }
-
-  /// Running value := the partial at (stats, values). Ends with a barrier.
-  template <bool Global>
-  PAGEDATTN_DEVICE void LoadFrom(const float* stats, const float* values)
+  /// Running value := the block's own partial in shared memory (stats [heads][2], values [heads][HeadDim]).
+  /// Ends with a barrier.
+  PAGEDATTN_DEVICE void LoadOwn(const float* stats, const float* values)
   {
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
-      temp_.max_score[h] = load_value<Global>(stats + 2 * h);
-      temp_.exp_sum[h] = load_value<Global>(stats + 2 * h + 1);
+      temp_.max_score[h] = stats[2 * h];
+      temp_.exp_sum[h] = stats[2 * h + 1];
     }
 #pragma unroll
     for (int j = 0; j < vectors_per_thread; ++j)
     {
       const int v = vector_index(j);
-      if (v < vectors()) { acc_[j] = load_vector<Global>(values + 4 * v); }
+      if (v < vectors()) { acc_[j] = reinterpret_cast<const float4*>(values)[v]; }
     }
     __syncthreads();
   }
@@ -215,77 +215,88 @@ private:
     for (int done = 0; done < count; done += fold_chunk) { FoldChunk(src, first + done, min(fold_chunk, count - done), fresh && done == 0); }
   }
 
-  /// FoldSequence for count <= fold_chunk partials. The order of the arithmetic is that of a plain left
-  /// fold, one rescaled_sum per element and step; only the loads are batched: the statistics of every
-  /// partial and the values of the first fold_batch go out together, then one batch of values at a time.
+  /// FoldSequence for count <= fold_chunk partials, in one L2 round trip. The arithmetic is that of a
+  /// plain left fold (one softmax_rescale and one rescaled_sum per element and step), but its steps'
+  /// rescale factors come out in parallel: step q's running maximum is the left-to-right running_max of
+  /// the maxima before it, which each thread recomputes (comparisons only), so only the exp sums and the
+  /// values remain sequential chains of FMAs. A source equal to running_value stands for the running
+  /// value itself (only with fresh: it becomes an operand). Ends with a barrier.
   template <class Src>
   PAGEDATTN_DEVICE void FoldChunk(Src src, int first, int count, bool fresh)
   {
-    float4 x[fold_batch][vectors_per_thread];
-    auto load_batch = [&](int q0) {
+    static_assert(fold_chunk * MaxHeads <= BlockThreads, "one thread per staged statistic");
+    // 1. every partial's statistics (one per thread) and this thread's float4 share of every partial's
+    //    values: all loads are issued before the first use of any, so the chunk costs one round trip
+    const int stat_q = static_cast<int>(threadIdx.x) / heads_, stat_h = static_cast<int>(threadIdx.x) % heads_;
+    const bool stages_stat = stat_q < count;
+    float2 stat = make_float2(0.f, 0.f);
+    if (stages_stat)
+    {
+      const PartialRef ref = src(first + stat_q);
+      stat = ref.stats ? make_float2(arch::load_cg(ref.stats + 2 * stat_h), arch::load_cg(ref.stats + 2 * stat_h + 1))
+                       : make_float2(temp_.max_score[stat_h], temp_.exp_sum[stat_h]);
+    }
+    float4 x[fold_chunk][vectors_per_thread];
 #pragma unroll
-      for (int b = 0; b < fold_batch; ++b)
+    for (int q = 0; q < fold_chunk; ++q)
+    {
+      if (q >= count) { break; }
+      const float* values = src(first + q).values;
+#pragma unroll
+      for (int j = 0; j < vectors_per_thread; ++j)
       {
-        if (q0 + b >= count) { break; }
-        const float* values = src(first + q0 + b).values;
-#pragma unroll
-        for (int j = 0; j < vectors_per_thread; ++j)
-        {
-          const int v = vector_index(j);
-          if (v < vectors()) { x[b][j] = arch::load_cg(reinterpret_cast<const float4*>(values) + v); }
-        }
+        const int v = vector_index(j);
+        if (v < vectors()) { x[q][j] = values ? arch::load_cg(reinterpret_cast<const float4*>(values) + v) : acc_[j]; }
       }
-    };
-    // 1. every partial's statistics, and the first batch of values
+    }
+    if (stages_stat) { temp_.staged_stats[stat_q][stat_h] = stat; }
+    __syncthreads();
+    PAGEDATTN_TRACE_POINT(8);
+    // 2. the factors of every step, one thread per (step, head)
     for (int i = threadIdx.x; i < count * heads_; i += BlockThreads)
     {
       const int q = i / heads_, h = i % heads_;
-      const float* stats = src(first + q).stats;
-      temp_.staged_stats[q][h] = make_float2(arch::load_cg(stats + 2 * h), arch::load_cg(stats + 2 * h + 1));
+      if (fresh && q == 0) { continue; } // the fold starts from partial 0 itself
+      float m = fresh ? temp_.staged_stats[0][h].x : temp_.max_score[h];
+      for (int p = fresh ? 1 : 0; p < q; ++p) { m = running_max(m, temp_.staged_stats[p][h].x); }
+      temp_.rescale[q][h] = softmax_rescale(m, temp_.staged_stats[q][h].x);
     }
-    load_batch(0);
     __syncthreads();
-    // 2. per head, the chain of rescale factors (step q folds partial q into the running value)
+    PAGEDATTN_TRACE_POINT(9);
+    // 3. the exp sums (one thread per head) and the values (every thread its columns), in step order
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
       float m = fresh ? temp_.staged_stats[0][h].x : temp_.max_score[h];
       float l = fresh ? temp_.staged_stats[0][h].y : temp_.exp_sum[h];
       for (int q = fresh ? 1 : 0; q < count; ++q)
       {
-        const SoftmaxRescale r = softmax_rescale(m, temp_.staged_stats[q][h].x);
-        l = rescaled_sum(r, l, temp_.staged_stats[q][h].y);
-        m = r.max_score;
-        temp_.rescale[q][h] = r;
+        l = rescaled_sum(temp_.rescale[q][h], l, temp_.staged_stats[q][h].y);
+        m = temp_.rescale[q][h].max_score;
       }
       temp_.max_score[h] = m;
       temp_.exp_sum[h] = l;
     }
-    __syncthreads();
-    // 3. fold the values in order, one batch in registers at a time
-    for (int q0 = 0; q0 < count; q0 += fold_batch)
+#pragma unroll
+    for (int q = 0; q < fold_chunk; ++q)
     {
-      if (q0 > 0) { load_batch(q0); }
+      if (q >= count) { break; }
 #pragma unroll
-      for (int b = 0; b < fold_batch; ++b)
+      for (int j = 0; j < vectors_per_thread; ++j)
       {
-        const int q = q0 + b;
-        if (q >= count) { break; }
-#pragma unroll
-        for (int j = 0; j < vectors_per_thread; ++j)
+        const int v = vector_index(j);
+        if (v >= vectors()) { continue; }
+        if (fresh && q == 0)
         {
-          const int v = vector_index(j);
-          if (v >= vectors()) { continue; }
-          if (fresh && q == 0)
-          {
-            acc_[j] = x[b][j];
-            continue;
-          }
-          const SoftmaxRescale r = temp_.rescale[q][v / vectors_per_head];
-          acc_[j] = make_float4(rescaled_sum(r, acc_[j].x, x[b][j].x), rescaled_sum(r, acc_[j].y, x[b][j].y),
-                                rescaled_sum(r, acc_[j].z, x[b][j].z), rescaled_sum(r, acc_[j].w, x[b][j].w));
+          acc_[j] = x[q][j];
+          continue;
         }
+        const SoftmaxRescale r = temp_.rescale[q][v / vectors_per_head];
+        acc_[j] = make_float4(rescaled_sum(r, acc_[j].x, x[q][j].x), rescaled_sum(r, acc_[j].y, x[q][j].y),
+                              rescaled_sum(r, acc_[j].z, x[q][j].z), rescaled_sum(r, acc_[j].w, x[q][j].w));
       }
     }
+    __syncthreads(); // the new statistics, before anyone reads them (and before the staging is reused)
+    PAGEDATTN_TRACE_POINT(10);
   }
 
   /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
@@ -315,8 +326,7 @@ private:
   PAGEDATTN_DEVICE void Publish(const PartitionTileState& state, int segment, int group, TileStatus status)
   {
     StoreValue(state.group(segment, group, status == tile_status_inclusive));
-    arch::fence_device(); // each thread's value stores before the barrier ...
-    __syncthreads();      // ... and all of them before the status store
+    __syncthreads(); // every thread's value stores before the status store, which releases them
     if (threadIdx.x == 0) { arch::store_release(state.status + state.group_index(segment, group), status); }
   }
 

@@ -37,7 +37,9 @@ public:
   /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
   static constexpr bool partial_after_storage = true;
 
-  struct TempStorage {
+  /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
+  /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v14).
+  struct alignas(128) TempStorage {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
@@ -62,6 +64,7 @@ public:
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
     __syncthreads(); // the prefetched block ids
+    PAGEDATTN_TRACE_POINT(2);
 
     bool bad = false;
     auto load = [&](int i) {
@@ -85,6 +88,7 @@ public:
     {
       arch::copy_async_wait<stages - 2>();
       __syncthreads();
+      if (i == 0) { PAGEDATTN_TRACE_POINT(3); }
       load(i + stages - 1);
       tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
     }

@@ -16,9 +16,10 @@
 
 namespace pagedattn {
 
-/// Partitions per group: the last of a group to finish folds the group (<= this many partials), then
-/// the groups are merged by decoupled look-back. 16 keeps both folds short up to ~256 partitions.
-inline constexpr int partition_group_size = 16;
+/// Partitions per group: the last of a group to finish folds the group (<= this many partials, one L2
+/// round trip), then the groups are merged by decoupled look-back. 8 keeps a group fold to one round trip
+/// with the values of all of its partials in registers.
+inline constexpr int partition_group_size = 8;
 
 /// Status of a group's published value. Zeroed (INVALID) with the counters by the dispatch at the start
 /// of every launch, in the same stream (so CUDA-graph replays reset them too).

@@ -58,10 +58,14 @@ PAGEDATTN_HOST_DEVICE float mul_rn(float a, float b)
 }
 } // namespace detail
 
+/// The maximum a combine of partials with maxima max_a and max_b rescales to (exactly as
+/// softmax_rescale takes it, so that a fold's running maximum can be computed ahead of its factors).
+PAGEDATTN_HOST_DEVICE float running_max(float max_a, float max_b) { return max_a > max_b ? max_a : max_b; }
+
 /// Rescale factors for combining partials whose maxima are max_a and max_b (either may be -inf).
 PAGEDATTN_HOST_DEVICE SoftmaxRescale softmax_rescale(float max_a, float max_b)
 {
-  const float m = max_a > max_b ? max_a : max_b;
+  const float m = running_max(max_a, max_b);
   if (m == -INFINITY) { return {m, 0.f, 0.f}; } // both empty: avoid exp(-inf - -inf) = NaN
   return {m, detail::exp_f32(max_a - m), detail::exp_f32(max_b - m)};
 }

@@ -56,9 +56,21 @@ __global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, Pol
 paged_attention_kernel(const PagedAttentionParams<T> params)
 {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
-  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage.
-  extern __shared__ __align__(16) unsigned char paged_attention_smem[];
+  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (128-byte
+  // aligned: the stages at its start need it, see PartitionFoldTensorCore::TempStorage.)
+  extern __shared__ __align__(128) unsigned char paged_attention_smem[];
   Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).Run();
+  PAGEDATTN_TRACE_POINT(7);
+}
+
+/// The init pass of a partitioned launch: zeroes the ticket, arrival counters and status words. It lets
+/// the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits for this
+/// grid's completion only where it first touches those words (before the ticket, or before its arrival).
+template <class Word>
+__global__ void reset_partition_state_kernel(Word* words, std::size_t count)
+{
+  arch::launch_dependents();
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) { words[i] = 0; }
 }
 
 /// Shared memory of one thread block (for the policies' budget checks and the launch).
@@ -131,8 +143,14 @@ cudaError_t validate(const DecodeArguments<T>& a)
   return cudaSuccess;
 }
 
+/// How the decode kernel is launched.
+struct LaunchShape {
+  unsigned grid;
+  bool after_init; ///< an init pass precedes it in the stream: start early (programmatic dependent launch)
+};
+
 template <class T, class PolicyChain, class Policy, int HeadDim, int MaxHeads>
-cudaError_t launch(const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
+cudaError_t launch(const PagedAttentionParams<T>& params, LaunchShape shape, cudaStream_t stream)
 {
   constexpr std::size_t smem = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   auto kernel = paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>;
@@ -151,30 +169,44 @@ cudaError_t launch(const PagedAttentionParams<T>& params, unsigned grid, cudaStr
     PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                                          "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
   }
-  kernel<<<grid, Policy::block_threads, smem, stream>>>(params);
+#if defined(__ILUVATAR__)
+  kernel<<<shape.grid, Policy::block_threads, smem, stream>>>(params);
   return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
+#else
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(shape.grid);
+  config.blockDim = dim3(Policy::block_threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &overlap;
+  config.numAttrs = shape.after_init ? 1 : 0;
+  return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "paged_attention_kernel launch");
+#endif
 }
 
 /// Kernel instantiations per head size: 1, 4 and 8 heads for the CUDA-core tile; the tensor-core tile
 /// always computes 8 heads (the mma's n), so one instantiation serves every group.
 template <class T, class PolicyChain, class Policy, int HeadDim>
-cudaError_t launch_heads(int max_heads, const PagedAttentionParams<T>& params, unsigned grid, cudaStream_t stream)
+cudaError_t launch_heads(int max_heads, const PagedAttentionParams<T>& params, LaunchShape shape, cudaStream_t stream)
 {
-  if constexpr (uses_tensor_cores<T, Policy>) { return launch<T, PolicyChain, Policy, HeadDim, 8>(params, grid, stream); }
+  if constexpr (uses_tensor_cores<T, Policy>) { return launch<T, PolicyChain, Policy, HeadDim, 8>(params, shape, stream); }
   else
   {
-    if (max_heads == 1) { return launch<T, PolicyChain, Policy, HeadDim, 1>(params, grid, stream); }
-    if (max_heads == 4) { return launch<T, PolicyChain, Policy, HeadDim, 4>(params, grid, stream); }
-    return launch<T, PolicyChain, Policy, HeadDim, 8>(params, grid, stream);
+    if (max_heads == 1) { return launch<T, PolicyChain, Policy, HeadDim, 1>(params, shape, stream); }
+    if (max_heads == 4) { return launch<T, PolicyChain, Policy, HeadDim, 4>(params, shape, stream); }
+    return launch<T, PolicyChain, Policy, HeadDim, 8>(params, shape, stream);
   }
 }
 
 template <class T, class PolicyChain, class Policy, int... HeadDims>
 cudaError_t launch_head_dim(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, const PagedAttentionParams<T>& params,
-                            unsigned grid, cudaStream_t stream)
+                            LaunchShape shape, cudaStream_t stream)
 {
   cudaError_t result = cudaErrorInvalidValue; // validate() has checked head_size against HeadDims
-  ((head_size == HeadDims ? (result = launch_heads<T, PolicyChain, Policy, HeadDims>(max_heads, params, grid, stream), 0) : 0), ...);
+  ((head_size == HeadDims ? (result = launch_heads<T, PolicyChain, Policy, HeadDims>(max_heads, params, shape, stream), 0) : 0), ...);
   return result;
 }
 
@@ -291,15 +323,19 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     p.gqa_ratio = a.num_heads / a.num_kv_heads;
     p.partition_tokens = plan.partition_tokens;
     p.max_partitions = plan.max_partitions;
-    p.use_tickets = plan.partitioned;
+    p.use_tickets = plan.partitioned && plan.layout.max_groups > 1;
     p.state = PartitionTileState::bind(d_temp_storage, plan.layout);
 
     if (plan.partitioned)
     {
       // Init pass in the stream: ticket, arrival counters and statuses back to zero (captured by graphs).
-      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, plan.layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
+      const std::size_t words = plan.layout.reset_bytes / sizeof(unsigned);
+      const unsigned init_blocks = static_cast<unsigned>((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
+      reset_partition_state_kernel<<<init_blocks, 256, 0, stream>>>(static_cast<unsigned*>(d_temp_storage), words);
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "reset_partition_state_kernel launch"));
     }
-    return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, static_cast<unsigned>(grid), stream);
+    const LaunchShape shape{static_cast<unsigned>(grid), plan.partitioned && major >= 9};
+    return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, shape, stream);
   });
 }
 

@@ -1,0 +1,219 @@
+// Timeline of one decode launch: every thread block records %globaltimer at the numbered steps of
+// PAGEDATTN_TRACE_POINT (config.cuh), and this tool prints, per shape, when the blocks reach each step
+// (µs from the first block's start: min / median / max over the blocks that reach it), beside the
+// launch's cudaEvent time (L2 flushed before it, as in bench_decode). It answers "where do the
+// microseconds go" for the latency-bound shapes: the launch and init pass, the prologue, the stream,
+// the combine's tail.
+//
+//   trace_decode [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]]]...   (fp16, 24/4 heads, block 16; head 256 and
+//                                                                   automatic partitions unless given)
+#include <cstdio>
+
+__device__ unsigned long long trace_ns[1 << 16][16];
+__device__ unsigned trace_sm[1 << 16];
+__device__ __forceinline__ unsigned sm_id()
+{
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+#define PAGEDATTN_TRACE_POINT(point)                                                                            \
+  do {                                                                                                          \
+    if (threadIdx.x == 0 && blockIdx.x < (1u << 16))                                                            \
+    {                                                                                                           \
+      trace_ns[blockIdx.x][point] = pagedattn::arch::global_timer_ns();                                         \
+      if ((point) == 0) { trace_sm[blockIdx.x] = sm_id(); }                                                     \
+    }                                                                                                           \
+  } while (0)
+
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include "../examples/support/paged_decode_problem.cuh"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+using HeadDims = std::integer_sequence<int, 128, 256>;
+constexpr int points = 16;
+const char* const point_names[points] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
+                                         "arrival counted", "group folded", "done",
+                                         "fold: loads landed", "fold: factors", "fold: done", "group published", "looked back",
+                                         "final fold", "-", "-"};
+
+__global__ void empty_kernel() {}
+
+struct Shape {
+  int seqs, len, head, partition_tokens;
+};
+
+double percentile(std::vector<double> v, double q)
+{
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
+}
+
+template <class F>
+double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream);
+
+void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const paged_decode::L2Flush& write_flush, cudaStream_t stream)
+{
+  const paged_decode::DecodeShape shape{sh.seqs, sh.len, 24, 4, sh.head, 16};
+  const paged_decode::PagedDecodeProblem<__half> problem(shape, 20261129);
+  pagedattn::DecodeArguments<__half> args = problem.arguments();
+  args.partition_tokens = sh.partition_tokens;
+  std::size_t temp_bytes = 0;
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(nullptr, temp_bytes, args)));
+  paged_decode::DeviceArray<char> temp(temp_bytes);
+  auto decode = [&] {
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+  };
+  decode();
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+
+  void* trace = nullptr;
+  PAGEDATTN_CHECK(cudaGetSymbolAddress(&trace, trace_ns));
+  paged_decode::EventPair ev;
+  std::vector<double> event_us;
+  std::vector<unsigned long long> host(std::size_t(1 << 16) * points);
+  for (int rep = 0; rep < 5; ++rep) // the last launch's timeline is printed
+  {
+    PAGEDATTN_CHECK(cudaMemsetAsync(trace, 0, host.size() * sizeof(unsigned long long), stream));
+    paged_decode::hold_stream(stream, 200'000);
+    flush(stream);
+    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
+    decode();
+    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
+    event_us.push_back(ev.elapsed_us());
+  }
+  PAGEDATTN_CHECK(cudaMemcpy(host.data(), trace, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  unsigned long long t0 = ~0ull;
+  std::size_t blocks = 0;
+  for (std::size_t b = 0; b < (1u << 16); ++b)
+  {
+    if (host[b * points]) { t0 = std::min(t0, host[b * points]); blocks = b + 1; }
+  }
+  std::printf("\n%dx%d head %d partition %d: %zu blocks; event time %.1f us (median of 5; last %.1f); median of 21: %.1f us (read flush), "
+              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), event_us.back(),
+              median_event_us(decode, flush, stream), median_event_us(decode, write_flush, stream));
+  std::printf("  %-18s %7s %8s %8s %8s %8s\n", "step", "blocks", "min", "median", "p90", "max");
+  for (int k = 0; k < points; ++k)
+  {
+    std::vector<double> at;
+    for (std::size_t b = 0; b < blocks; ++b)
+    {
+      const unsigned long long t = host[b * points + k];
+      if (t) { at.push_back((t - t0) * 1e-3); }
+    }
+    if (at.empty()) { continue; }
+    std::printf("  %-18s %7zu %8.2f %8.2f %8.2f %8.2f\n", point_names[k], at.size(), percentile(at, 0), percentile(at, 0.5),
+                percentile(at, 0.9), percentile(at, 1));
+  }
+  // The critical path: every step of the block that finished last.
+  std::size_t last = 0;
+  for (std::size_t b = 0; b < blocks; ++b)
+  {
+    if (host[b * points + 7] > host[last * points + 7]) { last = b; }
+  }
+  std::printf("  last block (%zu):", last);
+  for (int k = 0; k < points; ++k)
+  {
+    const unsigned long long t = host[last * points + k];
+    if (t) { std::printf(" %d:%.2f", k, (t - t0) * 1e-3); }
+  }
+  std::printf("\n");
+  // Is a slow stream a slow SM? The 6 slowest streams, with the other blocks on their SM.
+  std::vector<unsigned> sm(1u << 16);
+  PAGEDATTN_CHECK(cudaMemcpyFromSymbol(sm.data(), trace_sm, sm.size() * sizeof(unsigned)));
+  std::vector<std::pair<double, std::size_t>> streams;
+  for (std::size_t b = 0; b < blocks; ++b)
+  {
+    const unsigned long long* t = &host[b * points];
+    if (t[3] && t[4]) { streams.push_back({(t[4] - t[3]) * 1e-3, b}); }
+  }
+  std::sort(streams.rbegin(), streams.rend());
+  for (std::size_t i = 0; i < streams.size() && i < 6; ++i)
+  {
+    std::printf("  slow stream %.2f us: block %zu on SM %u; same SM:", streams[i].first, streams[i].second, sm[streams[i].second]);
+    for (const auto& other : streams)
+    {
+      if (other.second != streams[i].second && sm[other.second] == sm[streams[i].second]) { std::printf(" %.2f", other.first); }
+    }
+    std::printf("\n");
+  }
+  // Per block: fold time (first tile landed -> folded) and prologue (start -> first tile).
+  std::vector<double> fold, prologue;
+  for (std::size_t b = 0; b < blocks; ++b)
+  {
+    const unsigned long long* t = &host[b * points];
+    if (t[3] && t[4]) { fold.push_back((t[4] - t[3]) * 1e-3); }
+    if (t[0] && t[3]) { prologue.push_back((t[3] - t[0]) * 1e-3); }
+  }
+  if (!fold.empty())
+  {
+    std::printf("  per block: prologue (start -> first tile) median %.2f max %.2f; stream (first tile -> folded) median %.2f max %.2f us\n",
+                percentile(prologue, 0.5), percentile(prologue, 1), percentile(fold, 0.5), percentile(fold, 1));
+  }
+}
+
+template <class F>
+double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  paged_decode::EventPair ev;
+  std::vector<double> us;
+  for (int i = 0; i < 21; ++i)
+  {
+    paged_decode::hold_stream(stream, 200'000);
+    flush(stream);
+    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
+    work();
+    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
+    us.push_back(ev.elapsed_us());
+  }
+  return percentile(us, 0.5);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  if (!paged_decode::have_cuda_device())
+  {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  std::vector<Shape> shapes;
+  for (int i = 1; i + 1 < argc; ++i)
+  {
+    Shape s{0, 0, 256, 0};
+    if (std::string(argv[i]) == "--shape" && std::sscanf(argv[i + 1], "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2)
+    {
+      shapes.push_back(s);
+    }
+  }
+  if (shapes.empty())
+  {
+    shapes = {{1, 1000, 256, 0}, {1, 16384, 256, 0}, {1, 100000, 256, 0}, {1, 100000, 128, 0}, {64, 4096, 256, 0}, {4, 2049, 256, 0}};
+  }
+
+  const paged_decode::L2Flush flush, write_flush(paged_decode::L2Flush::Mode::write);
+  cudaStream_t stream = nullptr;
+  PAGEDATTN_CHECK(cudaStreamCreate(&stream));
+  void* scratch = nullptr;
+  PAGEDATTN_CHECK(cudaMalloc(&scratch, 4096));
+  std::printf("baselines (event time, L2 flushed, median of 21): nothing %.2f us, memset 4 KB %.2f us, empty kernel %.2f us, "
+              "memset + empty kernel %.2f us\n",
+              median_event_us([] {}, flush, stream),
+              median_event_us([&] { PAGEDATTN_CHECK(cudaMemsetAsync(scratch, 0, 4096, stream)); }, flush, stream),
+              median_event_us([&] { empty_kernel<<<264, 128, 0, stream>>>(); }, flush, stream),
+              median_event_us([&] {
+                PAGEDATTN_CHECK(cudaMemsetAsync(scratch, 0, 4096, stream));
+                empty_kernel<<<264, 128, 0, stream>>>();
+              }, flush, stream));
+  for (const Shape& s : shapes) { trace_shape(s, flush, write_flush, stream); }
+  PAGEDATTN_CHECK(cudaFree(scratch));
+  PAGEDATTN_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
