@@ -30,6 +30,7 @@ struct Candidate {
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
   static constexpr int stages = Stages;
+  static constexpr bool one_wave_combine = true;
   static constexpr int tile_bytes = 32 * 1024;
 };
 

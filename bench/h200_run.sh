@@ -7,7 +7,7 @@
 #   3. run compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test binary
 #      (with PAGEDATTN_TEST_REDUCED=1, the reduced matrix);
 #   4. run the example and the benchmarks (pagedattn, the seed Triton kernel when .seed/ has it), merged
-#      into h200.json and h200.png;
+#      into h200.json and h200.png, and the timeline tool (trace_decode, its log only);
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 set -uo pipefail
@@ -84,6 +84,8 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
   run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
 [ -x "$BUILD/bench/bench_combine" ] &&
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
+[ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)
+  run_step trace_decode 120 "$BUILD/bench/trace_decode"
 for b in "$BUILD"/bench/bench_*; do # any other benchmark: its JSON beside its log
   name=$(basename "$b")
   case "$name" in bench_decode | bench_combine | bench_policies) continue ;; esac # policies: a tuning tool, run by hand

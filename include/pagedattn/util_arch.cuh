@@ -100,6 +100,20 @@ PAGEDATTN_DEVICE void sleep_ns(unsigned ns)
 #endif
 }
 
+/// Back-off of a poll on other blocks (look-back, grid barrier): the first retry is immediate, later
+/// ones sleep, doubling from 32 ns up to a 512 ns cap. The cap stays short: the tail after the last
+/// partition is what the caller waits for.
+struct PollBackoff {
+  static constexpr unsigned first_sleep_ns = 32;
+  static constexpr unsigned max_sleep_ns = 512;
+  unsigned sleep = 0;
+  PAGEDATTN_DEVICE void wait()
+  {
+    if (sleep) { sleep_ns(sleep); }
+    sleep = sleep ? (sleep * 2 > max_sleep_ns ? max_sleep_ns : sleep * 2) : first_sleep_ns;
+  }
+};
+
 // ---- cross-block publication: values through L2 (bypassing the non-coherent L1), flags with
 //      release/acquire ordering -----------------------------------------------------------------------
 /// Store that skips L1 (cache-global), so another block reads it from L2.
@@ -134,6 +148,15 @@ PAGEDATTN_DEVICE float4 load_cg(const float4* ptr)
 #if defined(__ILUVATAR__)
   const volatile float* p = reinterpret_cast<const volatile float*>(ptr);
   return make_float4(p[0], p[1], p[2], p[3]);
+#else
+  return __ldcg(ptr);
+#endif
+}
+PAGEDATTN_DEVICE float2 load_cg(const float2* ptr)
+{
+#if defined(__ILUVATAR__)
+  const volatile float* p = reinterpret_cast<const volatile float*>(ptr);
+  return make_float2(p[0], p[1]);
 #else
   return __ldcg(ptr);
 #endif

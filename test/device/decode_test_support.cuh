@@ -193,15 +193,15 @@ struct DeviceDecode {
   }
 
   /// Poison the output, run Decode (sizing and allocating temp storage), return the output.
-  template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies>
+  template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class HeadDims = pagedattn::SupportedHeadDims>
   std::vector<T> run(cudaStream_t stream = 0)
   {
     const auto a = arguments();
     std::size_t bytes = 0;
-    REQUIRE(pagedattn::DevicePagedAttention::Decode<PolicyChain>(nullptr, bytes, a) == cudaSuccess);
+    REQUIRE((pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims>(nullptr, bytes, a)) == cudaSuccess);
     DeviceBuffer<char> temp(bytes);
     output.poison();
-    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain>(temp.get(), bytes, a, stream);
+    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims>(temp.get(), bytes, a, stream);
     INFO(pagedattn::last_error_message());
     REQUIRE(err == cudaSuccess);
     CUDA_CHECK_LAUNCH();

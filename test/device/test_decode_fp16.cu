@@ -102,6 +102,48 @@ TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitw
   }
 }
 
+namespace {
+/// The sm_90 policy without the one-wave combine: every partitioned launch combines by look-back.
+struct LookBackOnlyPolicy : pagedattn::PagedAttentionPolicySm90 {
+  static constexpr bool one_wave_combine = false;
+};
+} // namespace
+
+TEST_CASE("decode fp16: the one-wave combine (grid barrier, slices) gives the look-back combine's bits", "[decode][gpu][fp16]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed() + 550;
+  INFO("seed " << seed);
+  using HeadDims = std::integer_sequence<int, 128, 256>;
+  // 2 .. 66 partitions per segment (one group, several, a last group of 1 or 2), an empty and a 1-token
+  // sequence beside them, automatic and fixed partition sizes; GQA 6 (one head tile) and 9 (tiles of 5
+  // and 4 heads)
+  const std::vector<std::vector<int>> batches = {{100000}, {16384}, {1000}, {5000, 0, 1, 700}, {2049, 2049, 2049, 2049}};
+  for (const auto& lens : batches)
+  {
+    for (int head_size : {128, 256})
+    {
+      for (int partition_tokens : {0, 64})
+      {
+        const int num_heads = head_size == 128 ? 36 : 24;
+        INFO("first length " << lens[0] << " heads " << num_heads << " head " << head_size << " partition_tokens " << partition_tokens);
+        test::DecodeShape s;
+        s.num_heads = num_heads;
+        s.num_kv_heads = 4;
+        s.head_size = head_size;
+        s.seq_lens = lens;
+        s.partition_tokens = partition_tokens;
+        s.reference_heads = 2;
+        test::DeviceDecode<T> dd(s, seed);
+        const auto one_wave = dd.template run<pagedattn::DefaultPagedAttentionPolicies, HeadDims>();
+        const auto look_back = dd.template run<pagedattn::SinglePolicyChain<LookBackOnlyPolicy>, HeadDims>();
+        REQUIRE(test::bitwise_equal(one_wave, look_back));
+        REQUIRE(dd.worst_error(one_wave) < test::tolerance<T>());
+      }
+    }
+  }
+}
+
 TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][graph]")
 {
   test::require_gpu_or_skip();

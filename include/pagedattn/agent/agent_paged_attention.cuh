@@ -14,6 +14,8 @@
 // table gets a NaN output without any cache access.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
+#include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 
@@ -37,6 +39,10 @@ public:
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy>, PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy>,
                                   PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
+  using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
+  /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
+  /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
+  static constexpr bool one_wave_capable = Fold::partial_after_storage;
 
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
@@ -55,11 +61,13 @@ public:
       struct {
         typename Combine::TempStorage combine;
         PartialStorage partial;
+        typename SliceCombine::TempStorage slice;
       } after; ///< from Fold::Run's partial on
     } phase;
     unsigned ticket;
     PAGEDATTN_DEVICE PartialStorage& partial() { return phase.after.partial; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.after.combine; }
+    PAGEDATTN_DEVICE typename SliceCombine::TempStorage& slice() { return phase.after.slice; }
   };
   struct SeparateStorage {
     union alignas(16) {
@@ -110,6 +118,7 @@ public:
         for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
         if (bad_length && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       }
+      if (p_.one_wave_combine) { GridBarrier{p_.state.ticket}.Sync(gridDim.x); } // every block arrives once
       return;
     }
 
@@ -131,6 +140,14 @@ public:
     }
 
     // ---- merge the partitions of the segment (or write the single partition) -------------------------
+    if constexpr (one_wave_capable)
+    {
+      if (p_.one_wave_combine)
+      {
+        CombineInOneWave(tile, num_partitions, heads, OutputWriter{this, seq, first_head});
+        return;
+      }
+    }
     Combine combine(temp_.combine(), heads);
     combine.Run(p_.state, tile.segment, tile.partition, num_partitions, own.stats, own.values,
                 OutputWriter{this, seq, first_head});
@@ -139,6 +156,21 @@ public:
 private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
+
+  /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
+  /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
+  template <class WriteOutput>
+  PAGEDATTN_DEVICE void CombineInOneWave(TileCoordinates tile, int num_partitions, int heads, WriteOutput write)
+  {
+    const PartialStorage& own = temp_.partial();
+    SliceCombine slice(temp_.slice(), heads);
+    if (num_partitions > 1) { slice.StoreAggregate(p_.state, tile.segment, tile.partition, own.stats, own.values); }
+    else { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
+    PAGEDATTN_TRACE_POINT(5);
+    GridBarrier{p_.state.ticket}.Sync(gridDim.x);
+    PAGEDATTN_TRACE_POINT(6);
+    if (num_partitions > 1) { slice.Run(p_.state, tile.segment, tile.partition, num_partitions, write); }
+  }
 
   struct OutputWriter {
     const AgentPagedAttention* agent;

@@ -37,19 +37,6 @@
 
 namespace pagedattn {
 
-/// Back-off of the look-back poll: the first retry is immediate, later ones sleep, doubling from 32 ns up
-/// to a 512 ns cap. The cap stays short: the tail after the last partition is what the caller waits for.
-struct LookbackBackoff {
-  static constexpr unsigned first_sleep_ns = 32;
-  static constexpr unsigned max_sleep_ns = 512;
-  unsigned sleep_ns = 0;
-  PAGEDATTN_DEVICE void wait()
-  {
-    if (sleep_ns) { arch::sleep_ns(sleep_ns); }
-    sleep_ns = sleep_ns ? (sleep_ns * 2 > max_sleep_ns ? max_sleep_ns : sleep_ns * 2) : first_sleep_ns;
-  }
-};
-
 /// Optional per-segment timestamps (ns): the latest time any partition's aggregate was stored (atomicMax;
 /// the caller zeroes it) and the time the output was written. Their difference is the combine's tail.
 struct CombineTiming {
@@ -337,7 +324,7 @@ private:
     const int lane = arch::lane_id();
     const unsigned* status = state.status + state.group_index(segment, 0);
     int window_end = group; // this window examines groups window_end-1-lane
-    LookbackBackoff backoff;
+    arch::PollBackoff backoff;
     while (true)
     {
       const int q = window_end - 1 - lane;

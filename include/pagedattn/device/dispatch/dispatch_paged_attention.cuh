@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace pagedattn {
@@ -146,14 +147,26 @@ cudaError_t validate(const DecodeArguments<T>& a)
 /// How the decode kernel is launched.
 struct LaunchShape {
   unsigned grid;
-  bool after_init; ///< an init pass precedes it in the stream: start early (programmatic dependent launch)
+  bool after_init;    ///< an init pass precedes it in the stream: start early (programmatic dependent launch)
+  bool one_wave_plan; ///< partitioned, and no segment has more partitions than the one-wave combine takes
+  int sm_count;
+  bool cooperative_launch; ///< the device supports cooperative launches
 };
 
+/// Whether a policy lets one-wave launches combine by AgentSliceCombine (Policy::one_wave_combine; off
+/// when the policy does not say).
+template <class Policy, class = void>
+inline constexpr bool policy_one_wave_combine = false;
+template <class Policy>
+inline constexpr bool policy_one_wave_combine<Policy, std::void_t<decltype(Policy::one_wave_combine)>> = Policy::one_wave_combine;
+
 template <class T, class PolicyChain, class Policy, int HeadDim, int MaxHeads>
-cudaError_t launch(const PagedAttentionParams<T>& params, LaunchShape shape, cudaStream_t stream)
+cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape, cudaStream_t stream)
 {
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   constexpr std::size_t smem = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   auto kernel = paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>;
+  PagedAttentionParams<T> params = base_params;
   if constexpr (smem > 48 * 1024)
   {
     int device = 0, optin = 0;
@@ -178,10 +191,33 @@ cudaError_t launch(const PagedAttentionParams<T>& params, LaunchShape shape, cud
   config.blockDim = dim3(Policy::block_threads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &overlap;
+  cudaLaunchAttribute attribute{};
+  config.attrs = &attribute;
+
+  // One wave: when every block of the grid can be resident at once, a cooperative launch guarantees it,
+  // and the blocks combine by slices after a grid barrier (AgentSliceCombine) instead of by look-back.
+  if constexpr (Agent::one_wave_capable && policy_one_wave_combine<Policy>)
+  {
+    int resident = 0;
+    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Policy::block_threads, smem),
+                                         "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+    if (shape.one_wave_plan && shape.cooperative_launch && shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count))
+    {
+      params.one_wave_combine = true;
+      params.use_tickets = false; // nobody waits on a block that has not started: the barrier is cooperative
+      attribute.id = cudaLaunchAttributeCooperative;
+      attribute.val.cooperative = 1;
+      config.numAttrs = 1;
+      const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
+      if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
+      // Another context holds part of the GPU: launch the look-back combine instead (nothing ran, the
+      // init pass's zeros are intact).
+      (void)cudaGetLastError();
+      params = base_params;
+    }
+  }
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
   config.numAttrs = shape.after_init ? 1 : 0;
   return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "paged_attention_kernel launch");
 #endif
@@ -278,8 +314,9 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
 
-  int sm_count = 0;
+  int sm_count = 0, cooperative = 0;
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute"));
 
   return PolicyChain::invoke(major * 10 + minor, [&](auto policy) -> cudaError_t {
     using Policy = decltype(policy);
@@ -334,7 +371,8 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       reset_partition_state_kernel<<<init_blocks, 256, 0, stream>>>(static_cast<unsigned*>(d_temp_storage), words);
       PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "reset_partition_state_kernel launch"));
     }
-    const LaunchShape shape{static_cast<unsigned>(grid), plan.partitioned && major >= 9};
+    const bool one_wave_plan = plan.partitioned && plan.max_partitions <= one_wave_max_partitions;
+    const LaunchShape shape{static_cast<unsigned>(grid), plan.partitioned && major >= 9, one_wave_plan, sm_count, cooperative != 0};
     return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, shape, stream);
   });
 }

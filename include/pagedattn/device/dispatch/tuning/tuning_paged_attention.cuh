@@ -49,6 +49,7 @@ struct PagedAttentionPolicySm80 {
   static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
   static constexpr int stages = 2;               ///< tensor-core pipeline: buffers (stages - 1 in flight) ...
   static constexpr int tile_bytes = 32 * 1024;   ///< ... of about this much K + V each (whole 32-token slabs)
+  static constexpr bool one_wave_combine = true; ///< launches of one wave: cooperative, combined by slices
 };
 
 /// NVIDIA Hopper (sm_90): 228 KB of shared memory per SM. Two 32 KB stages per block (one tile in flight
@@ -66,6 +67,7 @@ struct PagedAttentionPolicySm90 {
   static constexpr bool tensor_cores = true;
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
+  static constexpr bool one_wave_combine = true;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
