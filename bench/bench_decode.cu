@@ -108,7 +108,7 @@ bool write_json(const Options& o, const char* device, double copy_gbps, int laun
   std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"copy_gbps\": %s,\n", bench_json::str(device).c_str(),
                bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(), bench_json::num(copy_gbps).c_str());
   std::fprintf(f, " \"block_size\": %d,\n \"launches\": %d,\n \"l2_flush_bytes\": %zu,\n", block_size, launches, flush_bytes);
-  std::fprintf(f, " \"median_method\": \"median of individually timed launches (cudaEvent pair each), L2 flushed before each, flush not timed\",\n");
+  std::fprintf(f, " \"median_method\": \"median of individually timed launches (cudaEvent pair each), L2 flushed (by reading %zu bytes) before each, flush not timed\",\n", flush_bytes);
   std::fprintf(f, " \"hot_method\": \"median of per-launch cudaEvent intervals over back-to-back launches, no flush\",\n");
   std::fprintf(f, " \"bytes\": \"K+V of every live token once + query + output\",\n \"rows\": [\n");
   for (std::size_t i = 0; i < rows.size(); ++i)

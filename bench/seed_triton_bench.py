@@ -5,7 +5,7 @@ The seed (.seed/paged_attention_v2_triton.py, git-ignored, fetched by bench/fetc
 time and only called: this file holds none of its code. Per shape: random data in vLLM's layouts with a
 permuted block table, one checked call (its output against an fp64 torch reference on a sample of heads;
 the relative error is recorded, not asserted), then the median of individually timed calls, each after an
-L2 flush (writing a buffer of 3x the L2 size, not timed), Triton's compilation excluded by warm-up calls.
+L2 flush (reading a buffer of 3x the L2 size, not timed), Triton's compilation excluded by warm-up calls.
 The device copy bandwidth is measured the same way as bench_decode (cudaMemcpy of 2 GiB, read + write).
 
     python3 bench/seed_triton_bench.py --out seed.json [--dtype fp16|bf16] [--quick]
@@ -103,9 +103,10 @@ class Problem:
 
 
 def flush_buffer():
-    """A buffer of 3x the L2 size: writing it evicts the previous call's data from L2."""
+    """A zeroed buffer of 3x the L2 size: reading it evicts the previous call's data from L2 and leaves
+    clean lines (as bench_decode's L2Flush: no write-back of dirty lines lands in the timed call)."""
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    return torch.empty(3 * l2, dtype=torch.uint8, device="cuda")
+    return torch.zeros(3 * l2, dtype=torch.uint8, device="cuda")
 
 
 def copy_gbps(nbytes=2 << 30, reps=20):
@@ -130,7 +131,7 @@ def median_us(fn, n, flush):
     for _ in range(n):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(HOLD_CYCLES)
-        flush.zero_()
+        flush.max()  # a reduction: reads the whole buffer
         start.record()
         fn()
         stop.record()
@@ -175,7 +176,7 @@ def main():
     result = {"device": torch.cuda.get_device_name(0), "copy_gbps": copy_gbps(), "dtype": args.dtype,
               "torch": torch.__version__, "launches": launches, "l2_flush_bytes": flush.numel(),
               "median_method": "median of individually timed calls (torch.cuda.Event pair each), "
-                               "L2 flushed before each, flush not timed",
+                               "L2 flushed (by reading l2_flush_bytes) before each, flush not timed",
               "rows": []}
     print(f"{result['device']}: copy {result['copy_gbps']:.0f} GB/s (read + write); seed, {args.dtype}, "
           f"{launches} calls per shape")
