@@ -38,7 +38,7 @@ public:
   static constexpr bool partial_after_storage = true;
 
   /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
-  /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v14).
+  /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v16).
   struct alignas(128) TempStorage {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
