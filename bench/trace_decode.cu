@@ -39,8 +39,8 @@ namespace {
 using HeadDims = std::integer_sequence<int, 128, 256>;
 constexpr int points = 16;
 const char* const point_names[points] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
-                                         "aggregate stored", "group fold/barrier", "done", "fold: loads landed",
-                                         "fold: factors", "fold: done", "group published", "looked back",
+                                         "aggregate stored", "group fold/barrier", "done", "fold: loads/stats",
+                                         "fold: factors/values", "fold: done", "group published", "looked back",
                                          "final fold", "-", "-"};
 
 __global__ void empty_kernel() {}

@@ -9,8 +9,8 @@
 /// before including pagedattn gets a call at each numbered step of a thread block's decode (see
 /// bench/trace_decode.cu, which records %globaltimer per block). Points: 0 start, 1 tile chosen, 2 block
 /// ids staged, 3 first K/V tile landed, 4 partition folded, 5 aggregate stored (look-back: arrival
-/// counted), 6 group folded (one wave: grid barrier passed), 7 done; inside a fold: 8 loads landed,
-/// 9 factors (one wave: group values), 10 fold done; look-back: 11 group published, 12 looked back,
+/// counted), 6 group folded (one wave: grid barrier passed), 7 done; inside a fold: 8 loads landed
+/// (one wave: group statistics and factors), 9 factors (one wave: group values), 10 fold done; look-back: 11 group published, 12 looked back,
 /// 13 final fold done.
 #ifndef PAGEDATTN_TRACE_POINT
 #define PAGEDATTN_TRACE_POINT(point) ((void)0)

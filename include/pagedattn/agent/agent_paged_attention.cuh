@@ -118,7 +118,10 @@ public:
         for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
         if (bad_length && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       }
-      if (p_.one_wave_combine) { GridBarrier{p_.state.ticket}.Sync(gridDim.x); } // every block arrives once
+      if constexpr (one_wave_capable)
+      {
+        if (p_.one_wave_combine) { GridBarrier::Sync(); } // every block arrives once
+      }
       return;
     }
 
@@ -167,7 +170,7 @@ private:
     if (num_partitions > 1) { slice.StoreAggregate(p_.state, tile.segment, tile.partition, own.stats, own.values); }
     else { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
     PAGEDATTN_TRACE_POINT(5);
-    GridBarrier{p_.state.ticket}.Sync(gridDim.x);
+    GridBarrier::Sync();
     PAGEDATTN_TRACE_POINT(6);
     if (num_partitions > 1) { slice.Run(p_.state, tile.segment, tile.partition, num_partitions, write); }
   }

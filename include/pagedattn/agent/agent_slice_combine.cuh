@@ -42,10 +42,8 @@ class AgentSliceCombine {
 public:
   static constexpr int max_partitions = one_wave_max_partitions;
   static constexpr int max_groups = max_partitions / group_size;
-  static constexpr int stats_per_thread = ceil_div(max_partitions * MaxHeads, BlockThreads);
 
   struct TempStorage {
-    float2 stats[max_partitions][MaxHeads];            ///< (max score, exp sum) of every partition
     SoftmaxRescale step[max_partitions][MaxHeads];     ///< factors folding partition q into its group (q not first)
     float2 group_stats[max_groups][MaxHeads];          ///< (max score, exp sum) of every group aggregate
     SoftmaxRescale group_step[max_groups][MaxHeads];   ///< factors folding group g into the segment (g > 0)
@@ -70,77 +68,48 @@ public:
 
   /// After the grid barrier: fold slice `slice` of the segment's output over its `num_partitions` (2 ..
   /// max_partitions) stored aggregates and write it: write(h, vector_index, float4). Every thread calls it.
+  ///
+  /// Three phases, each a short chain in registers between two block barriers:
+  ///   1. per (group, head): the group's statistics -> the factors of each step inside the group and the
+  ///      group aggregate's statistics;
+  ///   2. per (vector, group) pair: the group aggregate of one vector of the slice; and, on other threads,
+  ///      per head: the factors folding each group into the segment and the segment's exp sum;
+  ///   3. per vector of the slice: the fold of its group aggregates, normalised.
+  /// Every load of phases 1 and 2 (statistics and values) is issued before the first is used.
   template <class WriteOutput>
   PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int slice, int num_partitions, WriteOutput write)
   {
-    const int parts = num_partitions, groups = ceil_div(parts, group_size);
+    const int parts = num_partitions, groups = ceil_div(parts, group_size), group_heads = groups * heads_;
     const int vectors = heads_ * vectors_per_head, per_slice = ceil_div(vectors, parts);
     const int v0 = slice * per_slice, slice_vectors = min(vectors, v0 + per_slice) - v0;
     const int pairs = slice_vectors > 0 ? slice_vectors * groups : 0; // (vector, group) work items, vector-minor
 
-    // 1. the first pass of (vector, group) values and every partition's statistics: all loads issued
-    //    before any is used (the segment's statistics are contiguous: [partition][state.heads] float2, of
-    //    which this segment uses the first heads_)
     float4 x[group_size];
     int count = LoadPair(state, segment, v0, slice_vectors, parts, threadIdx.x, pairs, x);
-    const float2* all_stats = reinterpret_cast<const float2*>(state.tile(segment, 0).stats);
-    float2 stat[stats_per_thread];
-#pragma unroll
-    for (int k = 0; k < stats_per_thread; ++k)
-    {
-      const int i = threadIdx.x + k * BlockThreads;
-      if (i < parts * heads_) { stat[k] = arch::load_cg(all_stats + (i / heads_) * state.heads + i % heads_); }
-    }
-#pragma unroll
-    for (int k = 0; k < stats_per_thread; ++k)
-    {
-      const int i = threadIdx.x + k * BlockThreads;
-      if (i < parts * heads_) { temp_.stats[i / heads_][i % heads_] = stat[k]; }
-    }
-    __syncthreads();
-    PAGEDATTN_TRACE_POINT(8);
+    float2 s[group_size];
+    int stat_count = LoadGroupStats(state, segment, parts, threadIdx.x, group_heads, s);
 
-    // 2. the factors of every step inside the groups (as FoldChunk: running max recomputed per step)
-    for (int i = threadIdx.x; i < parts * heads_; i += BlockThreads)
+    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk
+    for (int item = threadIdx.x; item < group_heads; item += BlockThreads)
     {
-      const int q = i / heads_, h = i % heads_, first = q - q % group_size;
-      if (q == first) { continue; }
-      float m = temp_.stats[first][h].x;
-      for (int p = first + 1; p < q; ++p) { m = running_max(m, temp_.stats[p][h].x); }
-      temp_.step[q][h] = softmax_rescale(m, temp_.stats[q][h].x);
-    }
-    __syncthreads();
-    // 3. each group's statistics
-    for (int i = threadIdx.x; i < groups * heads_; i += BlockThreads)
-    {
-      const int g = i / heads_, h = i % heads_, first = g * group_size, last = min(parts, first + group_size);
-      float m = temp_.stats[first][h].x, l = temp_.stats[first][h].y;
-      for (int q = first + 1; q < last; ++q)
+      if (item != threadIdx.x) { stat_count = LoadGroupStats(state, segment, parts, item, group_heads, s); }
+      const int g = item / heads_, h = item % heads_;
+      float m = s[0].x, l = s[0].y;
+#pragma unroll
+      for (int q = 1; q < group_size; ++q)
       {
-        l = rescaled_sum(temp_.step[q][h], l, temp_.stats[q][h].y);
-        m = temp_.step[q][h].max_score;
+        if (q >= stat_count) { break; }
+        const SoftmaxRescale r = softmax_rescale(m, s[q].x);
+        temp_.step[g * group_size + q][h] = r;
+        l = rescaled_sum(r, l, s[q].y);
+        m = r.max_score;
       }
       temp_.group_stats[g][h] = make_float2(m, l);
     }
     __syncthreads();
-    // 4. the factors folding each group into the segment, and the segment's exp sum
-    for (int i = threadIdx.x; i < groups * heads_; i += BlockThreads)
-    {
-      const int g = i / heads_, h = i % heads_;
-      if (g == 0) { continue; }
-      float m = temp_.group_stats[0][h].x;
-      for (int p = 1; p < g; ++p) { m = running_max(m, temp_.group_stats[p][h].x); }
-      temp_.group_step[g][h] = softmax_rescale(m, temp_.group_stats[g][h].x);
-    }
-    __syncthreads();
-    for (int h = threadIdx.x; h < heads_; h += BlockThreads)
-    {
-      float l = temp_.group_stats[0][h].y;
-      for (int g = 1; g < groups; ++g) { l = rescaled_sum(temp_.group_step[g][h], l, temp_.group_stats[g][h].y); }
-      temp_.exp_sum[h] = l;
-    }
+    PAGEDATTN_TRACE_POINT(8);
 
-    // 5. each (vector, group) pair's group aggregate; later passes load as they go
+    // 2a. per (vector, group) pair: the group aggregate of the vector; later passes load as they go
     for (int pair = threadIdx.x; pair < pairs; pair += BlockThreads)
     {
       if (pair != threadIdx.x) { count = LoadPair(state, segment, v0, slice_vectors, parts, pair, pairs, x); }
@@ -155,10 +124,25 @@ public:
       }
       temp_.group_values[pair] = a;
     }
+    // 2b. per head (counted from the block's last thread, which 2a leaves idle unless the slice is
+    //     wide): the fold of the group statistics
+    for (int h = BlockThreads - 1 - threadIdx.x; h < heads_; h += BlockThreads)
+    {
+      float m = temp_.group_stats[0][h].x, l = temp_.group_stats[0][h].y;
+      for (int g = 1; g < groups; ++g)
+      {
+        const float2 next = temp_.group_stats[g][h];
+        const SoftmaxRescale r = softmax_rescale(m, next.x);
+        temp_.group_step[g][h] = r;
+        l = rescaled_sum(r, l, next.y);
+        m = r.max_score;
+      }
+      temp_.exp_sum[h] = l;
+    }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(9);
 
-    // 6. each vector of the slice: the fold of its group aggregates, normalised
+    // 3. each vector of the slice: the fold of its group aggregates, normalised
     for (int i = threadIdx.x; i < slice_vectors; i += BlockThreads)
     {
       const int v = v0 + i, h = v / vectors_per_head;
@@ -193,6 +177,24 @@ private:
     {
       if (q >= count) { break; }
       x[q] = arch::load_cg(reinterpret_cast<const float4*>(state.tile(segment, first + q).values) + v);
+    }
+    return count;
+  }
+
+  /// Load the statistics (max score, exp sum) of head item % heads_ of every partition of group
+  /// item / heads_ into s (the segment's statistics are [partition][state.heads] float2); returns how many
+  /// (0 for no item).
+  PAGEDATTN_DEVICE int LoadGroupStats(const PartitionTileState& state, int segment, int parts, int item, int group_heads,
+                                      float2 (&s)[group_size]) const
+  {
+    if (item >= group_heads) { return 0; }
+    const int g = item / heads_, h = item % heads_, first = g * group_size, count = min(group_size, parts - first);
+    const float2* stats = reinterpret_cast<const float2*>(state.tile(segment, 0).stats) + h;
+#pragma unroll
+    for (int q = 0; q < group_size; ++q)
+    {
+      if (q >= count) { break; }
+      s[q] = arch::load_cg(stats + (first + q) * state.heads);
     }
     return count;
   }

@@ -1,27 +1,30 @@
 #pragma once
 // Level 3: a barrier over every thread block of a grid, for cooperative launches only (where the runtime
 // guarantees that all blocks are resident at once; anywhere else waiting on blocks that have not started
-// could hang). The counter lives in the caller's temporary storage and is zero when the grid starts.
-#include <pagedattn/util_arch.cuh>
+// could hang, and cooperative_groups traps instead).
+//
+// It is the CUDA runtime's grid barrier (cooperative_groups::this_grid().sync()): its counter lives in a
+// workspace the driver provides with every cooperative launch and returns to its starting state at each
+// use, so a launch that combines in one wave needs no init pass and no temporary storage for it.
+#if !defined(__ILUVATAR__)
+#  include <cooperative_groups.h>
+#endif
+
+#include <pagedattn/config.cuh>
 
 namespace pagedattn {
 
 struct GridBarrier {
-  unsigned* counter; ///< zero at launch; each block adds 1 once
-
-  /// Every thread of every block calls it once: returns when all `blocks` blocks have arrived. Each
-  /// block's global writes before the call are visible to every block's reads after it (release by
-  /// the arriving thread after the block's barrier, acquire by the polling thread before the next).
-  PAGEDATTN_DEVICE void Sync(unsigned blocks) const
+  /// Every thread of every block calls it once: returns when all blocks of the grid have arrived. Each
+  /// block's global writes before the call are visible to every block's reads after it (the arriving
+  /// thread releases after the block's barrier, the polling thread acquires before the next).
+  static PAGEDATTN_DEVICE void Sync()
   {
-    __syncthreads();
-    if (threadIdx.x == 0)
-    {
-      arch::atomic_add_acq_rel(counter, 1u);
-      arch::PollBackoff backoff;
-      while (arch::load_acquire(counter) < blocks) { backoff.wait(); }
-    }
-    __syncthreads();
+#if defined(__ILUVATAR__)
+    __trap(); // no cooperative launches there: dispatch never asks for a one-wave combine
+#else
+    cooperative_groups::this_grid().sync();
+#endif
   }
 };
 

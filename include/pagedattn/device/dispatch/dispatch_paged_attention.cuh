@@ -147,11 +147,22 @@ cudaError_t validate(const DecodeArguments<T>& a)
 /// How the decode kernel is launched.
 struct LaunchShape {
   unsigned grid;
-  bool after_init;    ///< an init pass precedes it in the stream: start early (programmatic dependent launch)
-  bool one_wave_plan; ///< partitioned, and no segment has more partitions than the one-wave combine takes
+  unsigned* state_words;   ///< the partition state the init pass zeroes (null: not partitioned, no init pass)
+  std::size_t state_count; ///< its words
+  bool early_start;        ///< the device has programmatic dependent launch (sm_90): start during the init pass
+  bool one_wave_plan;      ///< partitioned, and no segment has more partitions than the one-wave combine takes
   int sm_count;
   bool cooperative_launch; ///< the device supports cooperative launches
 };
+
+/// The init pass of a partitioned look-back launch, in the stream (so graphs capture it): ticket,
+/// arrival counters and statuses back to zero.
+inline cudaError_t reset_partition_state(const LaunchShape& shape, cudaStream_t stream)
+{
+  const std::size_t blocks = (shape.state_count + 255) / 256;
+  reset_partition_state_kernel<<<static_cast<unsigned>(blocks < 1024 ? blocks : 1024), 256, 0, stream>>>(shape.state_words, shape.state_count);
+  return check_cuda(cudaGetLastError(), "reset_partition_state_kernel launch");
+}
 
 /// Whether a policy lets one-wave launches combine by AgentSliceCombine (Policy::one_wave_combine; off
 /// when the policy does not say).
@@ -183,6 +194,7 @@ cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape
                                          "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
   }
 #if defined(__ILUVATAR__)
+  if (shape.state_words) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(shape, stream)); }
   kernel<<<shape.grid, Policy::block_threads, smem, stream>>>(params);
   return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
 #else
@@ -196,29 +208,33 @@ cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape
 
   // One wave: when every block of the grid can be resident at once, a cooperative launch guarantees it,
   // and the blocks combine by slices after a grid barrier (AgentSliceCombine) instead of by look-back.
+  // Its barrier is the runtime's, so it needs no init pass.
   if constexpr (Agent::one_wave_capable && policy_one_wave_combine<Policy>)
   {
-    int resident = 0;
-    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Policy::block_threads, smem),
-                                         "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
-    if (shape.one_wave_plan && shape.cooperative_launch && shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count))
+    if (shape.one_wave_plan && shape.cooperative_launch)
     {
-      params.one_wave_combine = true;
-      params.use_tickets = false; // nobody waits on a block that has not started: the barrier is cooperative
-      attribute.id = cudaLaunchAttributeCooperative;
-      attribute.val.cooperative = 1;
-      config.numAttrs = 1;
-      const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
-      if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
-      // Another context holds part of the GPU: launch the look-back combine instead (nothing ran, the
-      // init pass's zeros are intact).
-      (void)cudaGetLastError();
-      params = base_params;
+      int resident = 0;
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Policy::block_threads, smem),
+                                           "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+      if (shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count))
+      {
+        params.one_wave_combine = true;
+        params.use_tickets = false; // nobody waits on a block that has not started: the barrier is cooperative
+        attribute.id = cudaLaunchAttributeCooperative;
+        attribute.val.cooperative = 1;
+        config.numAttrs = 1;
+        const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
+        if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
+        // Another context holds part of the GPU: nothing ran; combine by look-back instead.
+        (void)cudaGetLastError();
+        params = base_params;
+      }
     }
   }
+  if (shape.state_words) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(shape, stream)); }
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.numAttrs = shape.after_init ? 1 : 0;
+  config.numAttrs = shape.state_words && shape.early_start ? 1 : 0;
   return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "paged_attention_kernel launch");
 #endif
 }
@@ -363,16 +379,14 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     p.use_tickets = plan.partitioned && plan.layout.max_groups > 1;
     p.state = PartitionTileState::bind(d_temp_storage, plan.layout);
 
-    if (plan.partitioned)
-    {
-      // Init pass in the stream: ticket, arrival counters and statuses back to zero (captured by graphs).
-      const std::size_t words = plan.layout.reset_bytes / sizeof(unsigned);
-      const unsigned init_blocks = static_cast<unsigned>((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
-      reset_partition_state_kernel<<<init_blocks, 256, 0, stream>>>(static_cast<unsigned*>(d_temp_storage), words);
-      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "reset_partition_state_kernel launch"));
-    }
     const bool one_wave_plan = plan.partitioned && plan.max_partitions <= one_wave_max_partitions;
-    const LaunchShape shape{static_cast<unsigned>(grid), plan.partitioned && major >= 9, one_wave_plan, sm_count, cooperative != 0};
+    const LaunchShape shape{static_cast<unsigned>(grid),
+                            plan.partitioned ? static_cast<unsigned*>(d_temp_storage) : nullptr,
+                            plan.partitioned ? plan.layout.reset_bytes / sizeof(unsigned) : 0,
+                            major >= 9,
+                            one_wave_plan,
+                            sm_count,
+                            cooperative != 0};
     return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, shape, stream);
   });
 }
