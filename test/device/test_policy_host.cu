@@ -161,12 +161,13 @@ TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller'
   a.num_seqs = 2;
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == 64); // ceil(1000 / 33) = 31: the smallest automatic partition
-  CHECK(plan.max_partitions == 16);
+  CHECK(plan.partition_tokens == 32); // ceil(1000 / 33) = 31, up to 32: the smallest automatic partition
+  CHECK(plan.partition_tokens == pagedattn::detail::min_auto_partition_tokens);
+  CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
   CHECK(plan.num_segments == 2u * 4u);
   CHECK(plan.temp_bytes >= plan.layout.total_bytes);
-  a.max_seq_len = 64;
+  a.max_seq_len = 32;
   plan = pagedattn::detail::make_plan<P>(a, sms);
   CHECK(plan.max_partitions == 1);
   CHECK_FALSE(plan.partitioned);

@@ -175,21 +175,35 @@ private:
     if (num_partitions > 1) { slice.Run(p_.state, tile.segment, tile.partition, num_partitions, write); }
   }
 
+  struct alignas(4 * sizeof(T)) Vector4 {
+    T e[4];
+  };
   struct OutputWriter {
     const AgentPagedAttention* agent;
     int seq, first_head;
+    /// Elements 4 vector .. 4 vector + 3 of head first_head + h: one store where the output is aligned
+    /// for it (the strides are the caller's), else four.
     PAGEDATTN_DEVICE void operator()(int h, int vector, float4 v) const
     {
-      agent->store_output(seq, first_head + h, 4 * vector + 0, v.x);
-      agent->store_output(seq, first_head + h, 4 * vector + 1, v.y);
-      agent->store_output(seq, first_head + h, 4 * vector + 2, v.z);
-      agent->store_output(seq, first_head + h, 4 * vector + 3, v.w);
+      T* dst = agent->output_ptr(seq, first_head + h, 4 * vector);
+      const Vector4 packed{{ElementTraits<T>::from_float(v.x), ElementTraits<T>::from_float(v.y), ElementTraits<T>::from_float(v.z),
+                            ElementTraits<T>::from_float(v.w)}};
+      if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(Vector4) == 0) { *reinterpret_cast<Vector4*>(dst) = packed; }
+      else
+      {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) { dst[i] = packed.e[i]; }
+      }
     }
   };
 
+  PAGEDATTN_DEVICE T* output_ptr(int seq, int head, int d) const
+  {
+    return p_.output + seq * p_.output_seq_stride + head * p_.output_head_stride + d;
+  }
   PAGEDATTN_DEVICE void store_output(int seq, int head, int d, float value) const
   {
-    p_.output[seq * p_.output_seq_stride + head * p_.output_head_stride + d] = ElementTraits<T>::from_float(value);
+    *output_ptr(seq, head, d) = ElementTraits<T>::from_float(value);
   }
 };
 

@@ -89,22 +89,33 @@ public:
     float2 s[group_size];
     int stat_count = LoadGroupStats(state, segment, parts, threadIdx.x, group_heads, s);
 
-    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk
+    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk. The
+    //    running maxima are a chain of selects; the factors' exponentials do not depend on each other
+    //    (steps past the group's end fold the padding (-inf, 0) and are not used).
     for (int item = threadIdx.x; item < group_heads; item += BlockThreads)
     {
       if (item != threadIdx.x) { stat_count = LoadGroupStats(state, segment, parts, item, group_heads, s); }
       const int g = item / heads_, h = item % heads_;
-      float m = s[0].x, l = s[0].y;
+      SoftmaxRescale r[group_size];
+      float m = s[0].x;
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        if (q >= stat_count) { break; }
-        const SoftmaxRescale r = softmax_rescale(m, s[q].x);
-        temp_.step[g * group_size + q][h] = r;
-        l = rescaled_sum(r, l, s[q].y);
-        m = r.max_score;
+        r[q] = softmax_rescale(m, s[q].x);
+        m = r[q].max_score;
       }
-      temp_.group_stats[g][h] = make_float2(m, l);
+      float group_max = s[0].x, l = s[0].y;
+#pragma unroll
+      for (int q = 1; q < group_size; ++q)
+      {
+        if (q < stat_count)
+        {
+          temp_.step[g * group_size + q][h] = r[q];
+          l = rescaled_sum(r[q], l, s[q].y);
+          group_max = r[q].max_score;
+        }
+      }
+      temp_.group_stats[g][h] = make_float2(group_max, l);
     }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(8);
@@ -125,18 +136,18 @@ public:
       temp_.group_values[pair] = a;
     }
     // 2b. per head (counted from the block's last thread, which 2a leaves idle unless the slice is
-    //     wide): the fold of the group statistics
+    //     wide): the fold of the group statistics (factors first, then the exp sum's chain)
     for (int h = BlockThreads - 1 - threadIdx.x; h < heads_; h += BlockThreads)
     {
-      float m = temp_.group_stats[0][h].x, l = temp_.group_stats[0][h].y;
+      float m = temp_.group_stats[0][h].x;
       for (int g = 1; g < groups; ++g)
       {
-        const float2 next = temp_.group_stats[g][h];
-        const SoftmaxRescale r = softmax_rescale(m, next.x);
+        const SoftmaxRescale r = softmax_rescale(m, temp_.group_stats[g][h].x);
         temp_.group_step[g][h] = r;
-        l = rescaled_sum(r, l, next.y);
         m = r.max_score;
       }
+      float l = temp_.group_stats[0][h].y;
+      for (int g = 1; g < groups; ++g) { l = rescaled_sum(temp_.group_step[g][h], l, temp_.group_stats[g][h].y); }
       temp_.exp_sum[h] = l;
     }
     __syncthreads();
@@ -182,20 +193,16 @@ private:
   }
 
   /// Load the statistics (max score, exp sum) of head item % heads_ of every partition of group
-  /// item / heads_ into s (the segment's statistics are [partition][state.heads] float2); returns how many
-  /// (0 for no item).
+  /// item / heads_ into s (the segment's statistics are [partition][state.heads] float2), padded with the
+  /// empty partial's (-inf, 0); returns how many were loaded (0 for no item).
   PAGEDATTN_DEVICE int LoadGroupStats(const PartitionTileState& state, int segment, int parts, int item, int group_heads,
                                       float2 (&s)[group_size]) const
   {
-    if (item >= group_heads) { return 0; }
-    const int g = item / heads_, h = item % heads_, first = g * group_size, count = min(group_size, parts - first);
+    const int g = item / heads_, h = item % heads_, first = g * group_size;
+    const int count = item < group_heads ? min(group_size, parts - first) : 0;
     const float2* stats = reinterpret_cast<const float2*>(state.tile(segment, 0).stats) + h;
 #pragma unroll
-    for (int q = 0; q < group_size; ++q)
-    {
-      if (q >= count) { break; }
-      s[q] = arch::load_cg(stats + (first + q) * state.heads);
-    }
+    for (int q = 0; q < group_size; ++q) { s[q] = q < count ? arch::load_cg(stats + (first + q) * state.heads) : make_float2(-INFINITY, 0.f); }
     return count;
   }
 };

@@ -283,15 +283,16 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
                                          "] (policy " + Policy::name + ")");
 }
 
-/// Smallest automatic partition: 64 tokens keep a short sequence (up to 1024 tokens) in one combine
-/// group of 16 partitions, which needs no look-back.
-inline constexpr int min_auto_partition_tokens = 64;
+/// Smallest automatic partition: one 32-token tile, so that a short sequence spreads over as many blocks
+/// as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than 64 blocks
+/// of two, bench/NOTES.md v18).
+inline constexpr int min_auto_partition_tokens = 32;
 
 /// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
 /// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
-/// multiple of 32, within [64, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
+/// multiple of 32, within [32, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
 /// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
-/// short combine, and a short sequence is split as finely as 64 tokens.
+/// short combine, and a short sequence is split as finely as 32 tokens.
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {

@@ -12,7 +12,7 @@
 //
 // Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
 // sequence into enough partitions to give every SM min_blocks_per_sm blocks in one wave: a multiple of
-// 32 tokens in [64, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
+// 32 tokens in [32, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
