@@ -68,6 +68,7 @@ struct PagedAttentionPolicySm90 {
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
   static constexpr bool one_wave_combine = true;
+  static constexpr bool cluster_combine = true; ///< segments of <= 16 partitions: one cluster each, combined in shared memory
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
