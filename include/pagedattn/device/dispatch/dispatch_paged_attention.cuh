@@ -229,8 +229,16 @@ cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape
       one_wave = shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count);
     }
     // One cluster per segment (sm_90, up to 16 partitions): the partials stay in shared memory and are
-    // read in place after a cluster barrier.
+    // read in place after a cluster barrier. Only when the kernel's device code was compiled for sm_90 or
+    // later (a binary with sm_80 code only, JIT-run on Hopper, has no cluster combine in it).
+    bool cluster_code = false;
     if (policy_cluster_combine<Policy> && one_wave && shape.cluster_size > 1)
+    {
+      cudaFuncAttributes attributes{};
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes"));
+      cluster_code = attributes.ptxVersion >= 90;
+    }
+    if (cluster_code)
     {
       if (shape.cluster_size > 8) // sm_90's portable limit; 16 needs the opt-in
       {
