@@ -14,7 +14,6 @@
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/grid_barrier.cuh>
-#include <pagedattn/agent/cluster_partials.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>

@@ -161,8 +161,9 @@ TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller'
   a.num_seqs = 2;
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == 64); // <= 1024 tokens: at most 16 partitions (one cluster per segment)
-  CHECK(plan.max_partitions == pagedattn::max_cluster_partitions);
+  CHECK(plan.partition_tokens == 32); // ceil(1000 / 33) = 31, up to 32: the smallest automatic partition
+  CHECK(plan.partition_tokens == pagedattn::detail::min_auto_partition_tokens);
+  CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
   CHECK(plan.num_segments == 2u * 4u);
   CHECK(plan.temp_bytes >= plan.layout.total_bytes);
@@ -170,11 +171,6 @@ TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller'
   plan = pagedattn::detail::make_plan<P>(a, sms);
   CHECK(plan.max_partitions == 1);
   CHECK_FALSE(plan.partitioned);
-  a.max_seq_len = 2000; // ceil(2000 / 33) = 61, up to 64: past the cluster cap, the one-wave rule again
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 64);
-  a.num_seqs = 1;       // ceil(2000 / 66) = 31, up to 32: the smallest automatic partition
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == pagedattn::detail::min_auto_partition_tokens);
-  a.num_seqs = 2;
 
   // Fixed by the caller: independent of the batch and of the device.
   a.partition_tokens = 512;

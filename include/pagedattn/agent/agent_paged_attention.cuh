@@ -15,7 +15,6 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
-#include <pagedattn/agent/cluster_partials.cuh>
 #include <pagedattn/agent/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
@@ -119,14 +118,9 @@ public:
         for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
         if (bad_length && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       }
-      if constexpr (one_wave_capable) // every block arrives at the combine's barriers
+      if constexpr (one_wave_capable)
       {
-        if (p_.one_wave_combine) { GridBarrier::Sync(); }
-        if (p_.cluster_combine)
-        {
-          ClusterPartials::Sync();
-          ClusterPartials::Sync();
-        }
+        if (p_.one_wave_combine) { GridBarrier::Sync(); } // every block arrives once
       }
       return;
     }
@@ -151,11 +145,6 @@ public:
     // ---- merge the partitions of the segment (or write the single partition) -------------------------
     if constexpr (one_wave_capable)
     {
-      if (p_.cluster_combine)
-      {
-        CombineInCluster(tile, num_partitions, heads, OutputWriter{this, seq, first_head});
-        return;
-      }
       if (p_.one_wave_combine)
       {
         CombineInOneWave(tile, num_partitions, heads, OutputWriter{this, seq, first_head});
@@ -183,22 +172,7 @@ private:
     PAGEDATTN_TRACE_POINT(5);
     GridBarrier::Sync();
     PAGEDATTN_TRACE_POINT(6);
-    if (num_partitions > 1) { slice.Run(StoredPartials{p_.state, tile.segment}, tile.partition, num_partitions, write); }
-  }
-
-  /// Cluster combine (one cluster per segment, block rank == partition): the partials stay in shared
-  /// memory; after the cluster barrier each block folds its slice over all ranks' partials in place, and
-  /// the second barrier keeps every block (and its partial) until all have read. A single-partition
-  /// segment writes its output directly.
-  template <class WriteOutput>
-  PAGEDATTN_DEVICE void CombineInCluster(TileCoordinates tile, int num_partitions, int heads, WriteOutput write)
-  {
-    const PartialStorage& own = temp_.partial();
-    if (num_partitions == 1) { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
-    ClusterPartials::Sync();
-    PAGEDATTN_TRACE_POINT(6);
-    if (num_partitions > 1) { SliceCombine(temp_.slice(), heads).Run(ClusterPartials{own.stats, own.values}, tile.partition, num_partitions, write); }
-    ClusterPartials::Sync();
+    if (num_partitions > 1) { slice.Run(p_.state, tile.segment, tile.partition, num_partitions, write); }
   }
 
   struct alignas(4 * sizeof(T)) Vector4 {

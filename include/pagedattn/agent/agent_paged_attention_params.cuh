@@ -30,8 +30,7 @@ struct PagedAttentionParams {
   int gqa_ratio;
   int partition_tokens, max_partitions;
   bool use_tickets; ///< a segment may have several combine groups (look-back): tiles by ticket; else blockIdx
-  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine over stored aggregates after a grid barrier
-  bool cluster_combine;  ///< one cluster per segment (sm_90): AgentSliceCombine over the blocks' shared memory
+  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after a grid barrier (its counter: state.ticket)
   PartitionTileState state;
 };
 

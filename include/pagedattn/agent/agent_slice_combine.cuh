@@ -1,19 +1,15 @@
 #pragma once
-// Level 3: the combine of the blocks of a segment that all run at once, by slices: block p of a segment
-// with P partitions folds slice p of the segment's output (1/P of its heads x head_dim values) over all P
-// partials. So the fold after the last partition is spread over all P blocks of the segment (about
-// heads * head_dim * 4 bytes per block) instead of being two folds of up to 9 whole partials on one block
-// each (AgentPartitionCombine), and no block waits on a group or looks back. Two launches use it:
-//   - one wave (a cooperative launch, every block resident): each block stores its partition's aggregate
-//     (StoreAggregate), the grid meets at a GridBarrier, and the partials are read back from global
-//     memory (StoredPartials);
-//   - one cluster per segment (sm_90): the partials stay in each block's shared memory and are read in
-//     place after a cluster barrier (ClusterPartials, cluster_partials.cuh).
+// Level 3: the combine of a launch that runs in one wave (a cooperative launch: every block resident).
+// Each block stores its partition's aggregate, the grid meets at a GridBarrier, and then block p of a
+// segment with P partitions folds slice p of the segment's output (1/P of its heads x head_dim values)
+// over all P partials. So the fold after the last partition is spread over all P blocks of the segment
+// (about heads * head_dim * 4 bytes per block) instead of being two folds of up to 9 whole partials on
+// one block each (AgentPartitionCombine), and no block waits on a group or looks back.
 //
 // Same bits as AgentPartitionCombine: it computes the same fixed tree, a left fold within each group of
 // partition_group_size partitions, then a left fold of the group aggregates, with the same
 // softmax_rescale and rescaled_sum calls in the same order per element, and the same normalisation.
-// So the output does not depend on which of the three combines a launch used.
+// So the output does not depend on which of the two combines a launch used.
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/block/online_softmax_combine.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -23,15 +19,6 @@ namespace pagedattn {
 /// Partitions per segment the one-wave combine takes (its statistics and factors are staged in shared
 /// memory); a launch with longer segments combines by look-back.
 inline constexpr int one_wave_max_partitions = 128;
-
-/// AgentSliceCombine's source of partials after a grid barrier: the aggregates of a segment's blocks in
-/// the launch's temporary storage (StoreAggregate), loaded past L1.
-struct StoredPartials {
-  const PartitionTileState& state;
-  int segment;
-  PAGEDATTN_DEVICE float2 stat(int q, int h) const { return arch::load_cg(reinterpret_cast<const float2*>(state.tile(segment, q).stats) + h); }
-  PAGEDATTN_DEVICE float4 value(int q, int v) const { return arch::load_cg(reinterpret_cast<const float4*>(state.tile(segment, q).values) + v); }
-};
 
 template <int HeadDim, int MaxHeads, int BlockThreads>
 class AgentSliceCombine {
@@ -79,10 +66,8 @@ public:
     }
   }
 
-  /// Once every partial of the segment is readable from `partials` (stat(q, h) -> float2, value(q, v) ->
-  /// float4: StoredPartials or ClusterPartials): fold slice `slice` of the segment's output over its
-  /// `num_partitions` (2 .. max_partitions) partials and write it: write(h, vector_index, float4). Every
-  /// thread calls it.
+  /// After the grid barrier: fold slice `slice` of the segment's output over its `num_partitions` (2 ..
+  /// max_partitions) stored aggregates and write it: write(h, vector_index, float4). Every thread calls it.
   ///
   /// Three phases, each a short chain in registers between two block barriers:
   ///   1. per (group, head): the group's statistics -> the factors of each step inside the group and the
@@ -91,8 +76,8 @@ public:
   ///      per head: the factors folding each group into the segment and the segment's exp sum;
   ///   3. per vector of the slice: the fold of its group aggregates, normalised.
   /// Every load of phases 1 and 2 (statistics and values) is issued before the first is used.
-  template <class Partials, class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const Partials& partials, int slice, int num_partitions, WriteOutput write)
+  template <class WriteOutput>
+  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int slice, int num_partitions, WriteOutput write)
   {
     const int parts = num_partitions, groups = ceil_div(parts, group_size), group_heads = groups * heads_;
     const int vectors = heads_ * vectors_per_head, per_slice = ceil_div(vectors, parts);
@@ -100,16 +85,16 @@ public:
     const int pairs = slice_vectors > 0 ? slice_vectors * groups : 0; // (vector, group) work items, vector-minor
 
     float4 x[group_size];
-    int count = LoadPair(partials, v0, slice_vectors, parts, threadIdx.x, pairs, x);
+    int count = LoadPair(state, segment, v0, slice_vectors, parts, threadIdx.x, pairs, x);
     float2 s[group_size];
-    int stat_count = LoadGroupStats(partials, parts, threadIdx.x, group_heads, s);
+    int stat_count = LoadGroupStats(state, segment, parts, threadIdx.x, group_heads, s);
 
     // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk. The
     //    running maxima are a chain of selects; the factors' exponentials do not depend on each other
     //    (steps past the group's end fold the padding (-inf, 0) and are not used).
     for (int item = threadIdx.x; item < group_heads; item += BlockThreads)
     {
-      if (item != threadIdx.x) { stat_count = LoadGroupStats(partials, parts, item, group_heads, s); }
+      if (item != threadIdx.x) { stat_count = LoadGroupStats(state, segment, parts, item, group_heads, s); }
       const int g = item / heads_, h = item % heads_;
       SoftmaxRescale r[group_size];
       float m = s[0].x;
@@ -138,7 +123,7 @@ public:
     // 2a. per (vector, group) pair: the group aggregate of the vector; later passes load as they go
     for (int pair = threadIdx.x; pair < pairs; pair += BlockThreads)
     {
-      if (pair != threadIdx.x) { count = LoadPair(partials, v0, slice_vectors, parts, pair, pairs, x); }
+      if (pair != threadIdx.x) { count = LoadPair(state, segment, v0, slice_vectors, parts, pair, pairs, x); }
       const int g = pair / slice_vectors, v = v0 + pair % slice_vectors, h = v / vectors_per_head;
       float4 a = x[0];
 #pragma unroll
@@ -193,8 +178,7 @@ private:
   /// Load the vector of `pair` (vector v0 + pair % slice_vectors, group pair / slice_vectors: neighbouring
   /// threads read neighbouring vectors of one partial) of every partition of its group into x; returns
   /// how many (0 for no pair).
-  template <class Partials>
-  PAGEDATTN_DEVICE static int LoadPair(const Partials& partials, int v0, int slice_vectors, int parts, int pair, int pairs,
+  PAGEDATTN_DEVICE static int LoadPair(const PartitionTileState& state, int segment, int v0, int slice_vectors, int parts, int pair, int pairs,
                                        float4 (&x)[group_size])
   {
     if (pair >= pairs) { return 0; }
@@ -203,22 +187,22 @@ private:
     for (int q = 0; q < group_size; ++q)
     {
       if (q >= count) { break; }
-      x[q] = partials.value(first + q, v);
+      x[q] = arch::load_cg(reinterpret_cast<const float4*>(state.tile(segment, first + q).values) + v);
     }
     return count;
   }
 
   /// Load the statistics (max score, exp sum) of head item % heads_ of every partition of group
-  /// item / heads_ into s, padded with the empty partial's (-inf, 0); returns how many were loaded (0 for
-  /// no item).
-  template <class Partials>
-  PAGEDATTN_DEVICE int LoadGroupStats(const Partials& partials, int parts, int item, int group_heads,
+  /// item / heads_ into s (the segment's statistics are [partition][state.heads] float2), padded with the
+  /// empty partial's (-inf, 0); returns how many were loaded (0 for no item).
+  PAGEDATTN_DEVICE int LoadGroupStats(const PartitionTileState& state, int segment, int parts, int item, int group_heads,
                                       float2 (&s)[group_size]) const
   {
     const int g = item / heads_, h = item % heads_, first = g * group_size;
     const int count = item < group_heads ? min(group_size, parts - first) : 0;
+    const float2* stats = reinterpret_cast<const float2*>(state.tile(segment, 0).stats) + h;
 #pragma unroll
-    for (int q = 0; q < group_size; ++q) { s[q] = q < count ? partials.stat(first + q, h) : make_float2(-INFINITY, 0.f); }
+    for (int q = 0; q < group_size; ++q) { s[q] = q < count ? arch::load_cg(stats + (first + q) * state.heads) : make_float2(-INFINITY, 0.f); }
     return count;
   }
 };

@@ -151,7 +151,6 @@ struct LaunchShape {
   std::size_t state_count; ///< its words
   bool early_start;        ///< the device has programmatic dependent launch (sm_90): start during the init pass
   bool one_wave_plan;      ///< partitioned, and no segment has more partitions than the one-wave combine takes
-  int cluster_size;        ///< > 1: partitions per segment, few enough for one cluster each (sm_90); else 0
   int sm_count;
   bool cooperative_launch; ///< the device supports cooperative launches
 };
@@ -171,13 +170,6 @@ template <class Policy, class = void>
 inline constexpr bool policy_one_wave_combine = false;
 template <class Policy>
 inline constexpr bool policy_one_wave_combine<Policy, std::void_t<decltype(Policy::one_wave_combine)>> = Policy::one_wave_combine;
-
-/// Whether a policy lets launches of up to max_cluster_partitions partitions per segment run each segment
-/// as one cluster and combine in shared memory (Policy::cluster_combine; off when the policy does not say).
-template <class Policy, class = void>
-inline constexpr bool policy_cluster_combine = false;
-template <class Policy>
-inline constexpr bool policy_cluster_combine<Policy, std::void_t<decltype(Policy::cluster_combine)>> = Policy::cluster_combine;
 
 template <class T, class PolicyChain, class Policy, int HeadDim, int MaxHeads>
 cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape, cudaStream_t stream)
@@ -214,66 +206,29 @@ cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape
   cudaLaunchAttribute attribute{};
   config.attrs = &attribute;
 
-  // A grid that fits in one wave (every block resident at once) combines by slices (AgentSliceCombine)
-  // instead of by look-back: its blocks wait for the segment's slowest block either way, so a barrier
-  // costs no SM time. Neither way needs the init pass. (In a launch of several waves, a block waiting at
-  // a barrier would hold an SM slot that the next wave's blocks could use.)
-  if constexpr (Agent::one_wave_capable && (policy_cluster_combine<Policy> || policy_one_wave_combine<Policy>))
+  // One wave: when every block of the grid can be resident at once, a cooperative launch guarantees it,
+  // and the blocks combine by slices after a grid barrier (AgentSliceCombine) instead of by look-back.
+  // Its barrier is the runtime's, so it needs no init pass.
+  if constexpr (Agent::one_wave_capable && policy_one_wave_combine<Policy>)
   {
-    bool one_wave = false;
-    if (shape.cluster_size > 1 || (shape.one_wave_plan && shape.cooperative_launch))
+    if (shape.one_wave_plan && shape.cooperative_launch)
     {
       int resident = 0;
       PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Policy::block_threads, smem),
                                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
-      one_wave = shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count);
-    }
-    // One cluster per segment (sm_90, up to 16 partitions): the partials stay in shared memory and are
-    // read in place after a cluster barrier. Only when the kernel's device code was compiled for sm_90 or
-    // later (a binary with sm_80 code only, JIT-run on Hopper, has no cluster combine in it).
-    bool cluster_code = false;
-    if (policy_cluster_combine<Policy> && one_wave && shape.cluster_size > 1)
-    {
-      cudaFuncAttributes attributes{};
-      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes"));
-      cluster_code = attributes.ptxVersion >= 90;
-    }
-    if (cluster_code)
-    {
-      if (shape.cluster_size > 8) // sm_90's portable limit; 16 needs the opt-in
+      if (shape.grid <= static_cast<unsigned>(resident) * static_cast<unsigned>(shape.sm_count))
       {
-        PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                                             "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)"));
+        params.one_wave_combine = true;
+        params.use_tickets = false; // nobody waits on a block that has not started: the barrier is cooperative
+        attribute.id = cudaLaunchAttributeCooperative;
+        attribute.val.cooperative = 1;
+        config.numAttrs = 1;
+        const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
+        if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
+        // Another context holds part of the GPU: nothing ran; combine by look-back instead.
+        (void)cudaGetLastError();
+        params = base_params;
       }
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = static_cast<unsigned>(shape.cluster_size);
-      attribute.val.clusterDim.y = 1;
-      attribute.val.clusterDim.z = 1;
-      config.numAttrs = 1;
-      int clusters = 0;
-      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config), "cudaOccupancyMaxActiveClusters"));
-      if (clusters > 0)
-      {
-        params.cluster_combine = true;
-        params.use_tickets = false; // no look-back
-        return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "paged_attention_kernel launch (clusters)");
-      }
-      config.numAttrs = 0; // a cluster of this size does not fit: combine another way
-    }
-    // One cooperative launch: stored aggregates, the runtime's grid barrier.
-    if (policy_one_wave_combine<Policy> && one_wave && shape.one_wave_plan && shape.cooperative_launch)
-    {
-      params.one_wave_combine = true;
-      params.use_tickets = false; // nobody waits on a block that has not started: the barrier is cooperative
-      attribute.id = cudaLaunchAttributeCooperative;
-      attribute.val.cooperative = 1;
-      config.numAttrs = 1;
-      const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
-      if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
-      // Another context holds part of the GPU: nothing ran; combine by look-back instead.
-      (void)cudaGetLastError();
-      params = base_params;
-      config.numAttrs = 0;
     }
   }
   if (shape.state_words) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(shape, stream)); }
@@ -328,20 +283,16 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
                                          "] (policy " + Policy::name + ")");
 }
 
-/// Smallest automatic partition: one 32-token tile (one-wave launches measured 1x1000 split into 32
-/// one-tile partitions per KV head at 12.0 µs, into 16 two-tile ones at 12.6 µs; bench/NOTES.md v18).
+/// Smallest automatic partition: one 32-token tile, so that a short sequence spreads over as many blocks
+/// as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than 64 blocks
+/// of two, bench/NOTES.md v18).
 inline constexpr int min_auto_partition_tokens = 32;
-/// Sequences up to this long are split into at most max_cluster_partitions partitions (of at most 64
-/// tokens), so that each segment fits one cluster (the cluster combine, sm_90).
-inline constexpr int cluster_cap_max_len = max_cluster_partitions * 64;
 
 /// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
 /// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
-/// multiple of 32, within [32, max_partition_tokens]); but a sequence of at most cluster_cap_max_len
-/// tokens gets at most max_cluster_partitions partitions. A lone 100K-token sequence on 132 SMs thus gets
+/// multiple of 32, within [32, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
 /// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
-/// short combine, and a lone 1000-token sequence 16 partitions of 64 tokens. The rule is the same for
-/// every combine (so their outputs agree bit for bit).
+/// short combine, and a short sequence is split as finely as 32 tokens.
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
@@ -349,11 +300,8 @@ int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segment
   const std::size_t slots = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
   const std::size_t segments = num_segments > 0 ? num_segments : 1;
   const std::size_t parts = (slots + segments - 1) / segments; // partitions per sequence wanted
-  const std::size_t max_len = static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1);
-  auto tokens_for = [&](std::size_t partitions) { return ((max_len + partitions - 1) / partitions + 31) / 32 * 32; };
-  std::size_t tokens = tokens_for(parts);
-  const std::size_t cluster = max_cluster_partitions;
-  if (max_len <= static_cast<std::size_t>(cluster_cap_max_len) && parts > cluster) { tokens = tokens_for(cluster); }
+  const std::size_t per_part = (static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1) + parts - 1) / parts;
+  const std::size_t tokens = (per_part + 31) / 32 * 32;
   const std::size_t smallest = min_auto_partition_tokens;
   return static_cast<int>(tokens < smallest ? smallest : tokens > static_cast<std::size_t>(Policy::max_partition_tokens) ? Policy::max_partition_tokens : tokens);
 }
@@ -438,7 +386,6 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
                             plan.partitioned ? plan.layout.reset_bytes / sizeof(unsigned) : 0,
                             major >= 9,
                             one_wave_plan,
-                            major >= 9 && plan.partitioned && plan.max_partitions <= max_cluster_partitions ? plan.max_partitions : 0,
                             sm_count,
                             cooperative != 0};
     return launch_head_dim<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, p, shape, stream);

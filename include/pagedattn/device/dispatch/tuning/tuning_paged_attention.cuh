@@ -8,9 +8,7 @@
 // binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
 // sm_90 host policy: harmless while both share block_threads, the tile kind and max_partition_tokens and
 // the sm_80 code needs no more shared memory than the sm_90 launch provides (the partition size travels
-// at run time), which test/device/test_policy_host.cu checks. The sm_90 policy's cluster combine is asked
-// for only when the kernel's code was compiled for sm_90 (cudaFuncAttributes::ptxVersion), since the
-// sm_80 code has none.
+// at run time), which test/device/test_policy_host.cu checks.
 //
 // Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
 // sequence into enough partitions to give every SM min_blocks_per_sm blocks in one wave: a multiple of
@@ -70,7 +68,6 @@ struct PagedAttentionPolicySm90 {
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
   static constexpr bool one_wave_combine = true;
-  static constexpr bool cluster_combine = true; ///< segments of <= 16 partitions: one cluster each, combined in shared memory
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
