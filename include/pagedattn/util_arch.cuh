@@ -100,7 +100,7 @@ PAGEDATTN_DEVICE void sleep_ns(unsigned ns)
 #endif
 }
 
-/// Back-off of a poll on other blocks (look-back, grid barrier): the first retry is immediate, later
+/// Back-off of a poll on other blocks (the look-back): the first retry is immediate, later
 /// ones sleep, doubling from 32 ns up to a 512 ns cap. The cap stays short: the tail after the last
 /// partition is what the caller waits for.
 struct PollBackoff {

@@ -30,7 +30,7 @@ struct PagedAttentionParams {
   int gqa_ratio;
   int partition_tokens, max_partitions;
   bool use_tickets; ///< a segment may have several combine groups (look-back): tiles by ticket; else blockIdx
-  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after a grid barrier (its counter: state.ticket)
+  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after the runtime's grid barrier (GridBarrier)
   PartitionTileState state;
 };
 

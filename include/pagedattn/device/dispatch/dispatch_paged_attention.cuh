@@ -64,7 +64,7 @@ paged_attention_kernel(const PagedAttentionParams<T> params)
   PAGEDATTN_TRACE_POINT(7);
 }
 
-/// The init pass of a partitioned launch: zeroes the ticket, arrival counters and status words. It lets
+/// The init pass of a look-back launch: zeroes the ticket, arrival counters and status words. It lets
 /// the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits for this
 /// grid's completion only where it first touches those words (before the ticket, or before its arrival).
 template <class Word>
@@ -147,7 +147,7 @@ cudaError_t validate(const DecodeArguments<T>& a)
 /// How the decode kernel is launched.
 struct LaunchShape {
   unsigned grid;
-  unsigned* state_words;   ///< the partition state the init pass zeroes (null: not partitioned, no init pass)
+  unsigned* state_words;   ///< the partition state a look-back launch's init pass zeroes (null: not partitioned)
   std::size_t state_count; ///< its words
   bool early_start;        ///< the device has programmatic dependent launch (sm_90): start during the init pass
   bool one_wave_plan;      ///< partitioned, and no segment has more partitions than the one-wave combine takes
