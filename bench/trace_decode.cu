@@ -5,8 +5,10 @@
 // microseconds go" for the latency-bound shapes: the launch and init pass, the prologue, the stream,
 // the combine's tail.
 //
-//   trace_decode [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]]]...   (fp16, 24/4 heads, block 16; head 256 and
-//                                                                   automatic partitions unless given)
+//   trace_decode [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][@HEADS/KV_HEADS]]...
+//       (fp16, block 16; 24/4 heads, head 256 and automatic partitions unless given)
+#include <cooperative_groups.h>
+
 #include <cstdio>
 
 __device__ unsigned long long trace_ns[1 << 16][16];
@@ -44,9 +46,10 @@ const char* const point_names[points] = {"start", "tile chosen", "block ids", "f
                                          "final fold", "-", "-"};
 
 __global__ void empty_kernel() {}
+__global__ void grid_sync_kernel() { cooperative_groups::this_grid().sync(); }
 
 struct Shape {
-  int seqs, len, head, partition_tokens;
+  int seqs, len, head, partition_tokens, heads = 24, kv_heads = 4;
 };
 
 double percentile(std::vector<double> v, double q)
@@ -55,12 +58,35 @@ double percentile(std::vector<double> v, double q)
   return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
 }
 
+/// Event times of `reps` launches of `work`, each after `before` and an L2 flush (stream held meanwhile,
+/// so that the launch is queued before the first event).
+template <class F, class B>
+std::vector<double> event_times_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream, int reps, B&& before)
+{
+  paged_decode::EventPair ev;
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i)
+  {
+    before();
+    paged_decode::hold_stream(stream, 200'000);
+    flush(stream);
+    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
+    work();
+    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
+    us.push_back(ev.elapsed_us());
+  }
+  return us;
+}
+
 template <class F>
-double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream);
+double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  return percentile(event_times_us(work, flush, stream, 21, [] {}), 0.5);
+}
 
 void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const paged_decode::L2Flush& write_flush, cudaStream_t stream)
 {
-  const paged_decode::DecodeShape shape{sh.seqs, sh.len, 24, 4, sh.head, 16};
+  const paged_decode::DecodeShape shape{sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, 16};
   const paged_decode::PagedDecodeProblem<__half> problem(shape, 20261129);
   pagedattn::DecodeArguments<__half> args = problem.arguments();
   args.partition_tokens = sh.partition_tokens;
@@ -75,19 +101,10 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
 
   void* trace = nullptr;
   PAGEDATTN_CHECK(cudaGetSymbolAddress(&trace, trace_ns));
-  paged_decode::EventPair ev;
-  std::vector<double> event_us;
   std::vector<unsigned long long> host(std::size_t(1 << 16) * points);
-  for (int rep = 0; rep < 5; ++rep) // the last launch's timeline is printed
-  {
+  const std::vector<double> event_us = event_times_us(decode, flush, stream, 5, [&] { // the last launch's timeline is printed
     PAGEDATTN_CHECK(cudaMemsetAsync(trace, 0, host.size() * sizeof(unsigned long long), stream));
-    paged_decode::hold_stream(stream, 200'000);
-    flush(stream);
-    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
-    decode();
-    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
-    event_us.push_back(ev.elapsed_us());
-  }
+  });
   PAGEDATTN_CHECK(cudaMemcpy(host.data(), trace, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   unsigned long long t0 = ~0ull;
   std::size_t blocks = 0;
@@ -95,8 +112,8 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   {
     if (host[b * points]) { t0 = std::min(t0, host[b * points]); blocks = b + 1; }
   }
-  std::printf("\n%dx%d head %d partition %d: %zu blocks; event time %.1f us (median of 5; last %.1f); median of 21: %.1f us (read flush), "
-              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), event_us.back(),
+  std::printf("\n%dx%d %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5; last %.1f); median of 21: %.1f us (read flush), "
+              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), event_us.back(),
               median_event_us(decode, flush, stream), median_event_us(decode, write_flush, stream));
   std::printf("  %-18s %7s %8s %8s %8s %8s\n", "step", "blocks", "min", "median", "p90", "max");
   for (int k = 0; k < points; ++k)
@@ -158,23 +175,6 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   }
 }
 
-template <class F>
-double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream)
-{
-  paged_decode::EventPair ev;
-  std::vector<double> us;
-  for (int i = 0; i < 21; ++i)
-  {
-    paged_decode::hold_stream(stream, 200'000);
-    flush(stream);
-    PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
-    work();
-    PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
-    us.push_back(ev.elapsed_us());
-  }
-  return percentile(us, 0.5);
-}
-
 } // namespace
 
 int main(int argc, char** argv)
@@ -188,7 +188,10 @@ int main(int argc, char** argv)
   for (int i = 1; i + 1 < argc; ++i)
   {
     Shape s{0, 0, 256, 0};
-    if (std::string(argv[i]) == "--shape" && std::sscanf(argv[i + 1], "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2)
+    const std::string arg = i + 1 < argc ? argv[i + 1] : "";
+    const std::size_t at = arg.find('@');
+    if (std::string(argv[i]) == "--shape" && std::sscanf(arg.substr(0, at).c_str(), "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2 &&
+        (at == std::string::npos || std::sscanf(arg.c_str() + at + 1, "%d/%d", &s.heads, &s.kv_heads) == 2))
     {
       shapes.push_back(s);
     }
@@ -203,6 +206,21 @@ int main(int argc, char** argv)
   PAGEDATTN_CHECK(cudaStreamCreate(&stream));
   void* scratch = nullptr;
   PAGEDATTN_CHECK(cudaMalloc(&scratch, 4096));
+  // A launch like the one-wave decode's (264 blocks, 72 KB of shared memory each, cooperative), empty or
+  // passing one grid barrier: what the launch and the runtime's barrier cost alone.
+  constexpr int big_smem = 72 * 1024;
+  PAGEDATTN_CHECK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, big_smem));
+  PAGEDATTN_CHECK(cudaFuncSetAttribute(grid_sync_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, big_smem));
+  auto cooperative = [&](const void* kernel) {
+    return [&, kernel] {
+      PAGEDATTN_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(264), dim3(128), nullptr, big_smem, stream));
+    };
+  };
+  std::printf("baselines (event time, L2 flushed, median of 21): empty kernel 264 x 128 with 72 KB shared memory: %.2f us, "
+              "the same cooperative %.2f us, cooperative with one grid barrier %.2f us\n",
+              median_event_us([&] { empty_kernel<<<264, 128, big_smem, stream>>>(); }, flush, stream),
+              median_event_us(cooperative(reinterpret_cast<const void*>(empty_kernel)), flush, stream),
+              median_event_us(cooperative(reinterpret_cast<const void*>(grid_sync_kernel)), flush, stream));
   std::printf("baselines (event time, L2 flushed, median of 21): nothing %.2f us, memset 4 KB %.2f us, empty kernel %.2f us, "
               "memset + empty kernel %.2f us\n",
               median_event_us([] {}, flush, stream),

@@ -59,6 +59,28 @@ TEST_CASE("decode fp16: 1,000,000 tokens", "[decode][gpu][fp16][long]")
   test::check_decode<T>(s, test::test_seed() + 300);
 }
 
+TEST_CASE("decode fp16: the longest partitions (4096 tokens, 2048 at block size 8: 256 staged block ids)", "[decode][gpu][fp16]")
+{
+  test::require_gpu_or_skip();
+  const auto seed = test::test_seed() + 350;
+  INFO("seed " << seed);
+  for (int block_size : {8, 16, 32})
+  {
+    for (int head_size : {128, 256})
+    {
+      INFO("block size " << block_size << " head " << head_size);
+      test::DecodeShape s;
+      s.num_heads = 8;
+      s.num_kv_heads = 2;
+      s.head_size = head_size;
+      s.block_size = block_size;
+      s.partition_tokens = block_size == 8 ? 2048 : 4096;
+      s.seq_lens = {9000, s.partition_tokens, s.partition_tokens + 1, 1}; // a short last partition, exactly one, one token over
+      test::check_decode<T>(s, seed + block_size + head_size);
+    }
+  }
+}
+
 TEST_CASE("decode fp16: a cache larger than 4 GiB (64-bit offsets)", "[decode][gpu][fp16][long]")
 {
   test::require_gpu_or_skip();

@@ -17,6 +17,13 @@ void check_limits()
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
   CHECK(Policy::max_partition_tokens % 32 == 0);
+  for (int block_size : pagedattn::supported_block_sizes)
+  {
+    const int limit = pagedattn::detail::partition_token_limit<Policy>(block_size);
+    CHECK(limit >= 64);
+    CHECK(limit % 32 == 0);
+    CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
+  }
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
     using Tile = typename Fold::Tile;
@@ -108,7 +115,8 @@ TEST_CASE("policies: sm_80 device code under the sm_90 host policy is safe", "[p
   CHECK(Sm80::block_threads == Sm90::block_threads);
   CHECK(Sm80::tensor_cores == Sm90::tensor_cores);
   CHECK(Sm80::min_blocks_per_sm <= Sm90::min_blocks_per_sm);
-  CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens); // sizes the block-id staging
+  CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens); // with max_partition_blocks, limits ...
+  CHECK(Sm80::max_partition_blocks == Sm90::max_partition_blocks);  // ... partitions and sizes the block-id staging
   check_sm80_code_fits_sm90_launch<__half>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<__nv_bfloat16>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<float>(pagedattn::SupportedHeadDims{});
@@ -141,23 +149,62 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   CHECK(pagedattn::detail::head_tiling(16).head_tiles == 2);
 }
 
-TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller's", "[policy][host]")
+TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", "[policy][host]")
 {
   using P = pagedattn::PagedAttentionPolicySm90;
   const int sms = 132;
   auto a = valid_arguments(); // 2 sequences x 4 KV heads = 8 segments
   a.max_blocks_per_seq = 1000000 / 16;
 
-  // Automatic: 8 segments and 2 blocks per SM on 132 SMs want 33 partitions per sequence.
+  // Automatic: 8 segments, waves of 2 blocks per SM on 132 SMs.
   a.max_seq_len = 1000000;
   auto plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == P::max_partition_tokens); // clamped
-  CHECK(plan.max_partitions == (1000000 + P::max_partition_tokens - 1) / P::max_partition_tokens);
+  const int limit = pagedattn::detail::partition_token_limit<P>(16);
+  CHECK(limit == P::max_partition_tokens);
+  CHECK(plan.partition_tokens <= limit);
+  CHECK(plan.partition_tokens >= limit * 7 / 8); // long partitions ...
+  CHECK(plan.max_partitions == (1000000 + plan.partition_tokens - 1) / plan.partition_tokens);
+  const int blocks = plan.max_partitions * 8;
+  const int waves = (blocks + 2 * sms - 1) / (2 * sms);
+  CHECK(blocks * 100 >= waves * 2 * sms * 99); // ... in waves at least 99 % full (3808 tokens: 2104 of 8 x 264)
+  a.block_size = 8; // at most 256 cache blocks per partition: 2048 tokens
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.partition_tokens <= 2048);
+  CHECK(plan.partition_tokens >= 2048 * 7 / 8);
+  a.block_size = 16;
   a.max_seq_len = 16384;
   CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 512); // ceil(16384 / 33) = 497, up to 512
   a.num_seqs = 1;
   a.max_seq_len = 100000;
   CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 1536); // 66 partitions x 4 KV heads = 264 blocks
+  // More segments than one wave holds at the longest partition: whole waves, not one and a half.
+  a.num_heads = 32;
+  a.num_kv_heads = 8;
+  a.head_size = 128;
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.partition_tokens == 3040); // 33 x 8 = 264 blocks: one wave
+  CHECK(plan.max_partitions == 33);
+  a.block_size = 8; // partitions of at most 2048 tokens: two whole waves (528 blocks), not 392 of 2048
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 1536);
+  a.block_size = 16;
+  a.num_heads = 24;
+  a.num_kv_heads = 4;
+  a.head_size = 256;
+  a.num_seqs = 4;
+  a.max_seq_len = 2049;
+  plan = pagedattn::detail::make_plan<P>(a, sms);
+  CHECK(plan.partition_tokens == 160); // 13 x 16 = 208 blocks in one wave (17 x 128 = 272 would need two)
+  CHECK(plan.max_partitions == 13);
+  // Shorter partitions only where they save a wave: 64 x 4096 keeps whole sequences (256 blocks).
+  a.num_seqs = 64;
+  a.max_seq_len = 4096;
+  CHECK_FALSE(pagedattn::detail::make_plan<P>(a, sms).partitioned);
+  a.num_seqs = 8;
+  a.max_seq_len = 32768;
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 4096); // 8 x 32 = 256 blocks
+  a.num_seqs = 256;
+  a.max_seq_len = 1024;
+  CHECK_FALSE(pagedattn::detail::make_plan<P>(a, sms).partitioned); // 1024 blocks of a whole sequence
   a.num_seqs = 2;
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
@@ -189,6 +236,12 @@ TEST_CASE("launch plan: the largest partition that fills the GPU, or the caller'
     CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find("partition_tokens") != std::string::npos);
   }
+  a.partition_tokens = 4096; // the longest partition at block size 16 ...
+  CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaSuccess);
+  a.block_size = 8; // ... spans 512 cache blocks of 8 tokens: more than a thread block stages
+  CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaErrorInvalidValue);
+  CHECK(pagedattn::last_error_message().find("2048") != std::string::npos);
+  CHECK(pagedattn::last_error_message().find("block_size 8") != std::string::npos);
 }
 
 TEST_CASE("validation: each bad argument is named", "[policy][host]")

@@ -32,7 +32,8 @@ public:
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
 
-  static constexpr int max_partition_blocks = Policy::max_partition_tokens / 8; ///< cache blocks of a partition (block size >= 8)
+  /// Cache blocks of a partition: the dispatch keeps partition_tokens / block_size within this.
+  static constexpr int max_partition_blocks = Policy::max_partition_blocks;
 
   /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
   static constexpr bool partial_after_storage = true;

@@ -6,6 +6,7 @@
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 #include <pagedattn/util_error.cuh>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -39,7 +40,7 @@ struct DecodeArguments {
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at
-                                       ///< most the policy's max_partition_tokens): then a sequence's output
+                                       ///< most partition_token_limit of the policy): then a sequence's output
                                        ///< does not depend on the rest of the batch, bit for bit
 };
 
@@ -273,37 +274,69 @@ struct DecodePlan {
   std::size_t temp_bytes;
 };
 
-/// The caller's partition size against the policy (validate() has checked that it is >= 0).
+/// Longest partition of a policy at a cache block size: max_partition_tokens, and no more than the
+/// max_partition_blocks cache blocks whose table entries a thread block stages (sm_80, sm_90: 4096 tokens,
+/// 2048 at block size 8). A multiple of 32 for every supported block size.
+template <class Policy>
+constexpr int partition_token_limit(int block_size)
+{
+  const long long by_blocks = static_cast<long long>(Policy::max_partition_blocks) * block_size;
+  return by_blocks < Policy::max_partition_tokens ? static_cast<int>(by_blocks) / 32 * 32 : Policy::max_partition_tokens;
+}
+
+/// The caller's partition size against the policy (validate() has checked that it is >= 0 and the block size).
 template <class Policy, class T>
 cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
 {
-  if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= Policy::max_partition_tokens)) { return cudaSuccess; }
+  const int limit = partition_token_limit<Policy>(a.block_size);
+  if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= limit)) { return cudaSuccess; }
   return fail(cudaErrorInvalidValue, "pagedattn::Decode: partition_tokens " + std::to_string(a.partition_tokens) +
-                                         " must be 0 (automatic) or a multiple of 32 in [32, " + std::to_string(Policy::max_partition_tokens) +
-                                         "] (policy " + Policy::name + ")");
+                                         " must be 0 (automatic) or a multiple of 32 in [32, " + std::to_string(limit) +
+                                         "] (policy " + Policy::name + ", block_size " + std::to_string(a.block_size) + ")");
 }
 
 /// Smallest automatic partition: one 32-token tile, so that a short sequence spreads over as many blocks
 /// as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than 64 blocks
-/// of two, bench/NOTES.md v18).
+/// of two, bench/NOTES.md v19).
 inline constexpr int min_auto_partition_tokens = 32;
 
-/// Partition size of a launch: the caller's, or the one that splits the longest sequence into as many
-/// partitions as it takes to give every SM min_blocks_per_sm thread blocks in one wave (rounded up to a
-/// multiple of 32, within [32, max_partition_tokens]). A lone 100K-token sequence on 132 SMs thus gets
-/// 66 partitions of 1536 tokens per KV head (one full wave), a large batch keeps long partitions and a
-/// short combine, and a short sequence is split as finely as 32 tokens.
+/// A thread block's fixed cost (sequence length and block ids, the first tile's round trip, its part of
+/// the combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of
+/// the bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
+inline constexpr std::size_t block_fixed_cost_bytes = 64 * 1024;
+
+/// Partition size of a launch: the caller's, or the multiple of 32 in [32, partition_token_limit] that
+/// minimises the modelled time: waves x (partition tokens + a block's fixed cost in tokens), where a wave
+/// is sm_count x min_blocks_per_sm blocks and a launch has num_segments x ceil(max_seq_len / partition)
+/// blocks. Ties go to the longer partition (fewer partials to combine). On 132 SMs at block size 16:
+/// - when one wave can hold the longest sequence, the shortest partition that keeps the grid to one wave:
+///   1x100000 at 24/4 heads gets 66 partitions of 1536 tokens per KV head (264 blocks), at 32/8 heads 33
+///   of 3040 (264 blocks); 1x1000 32 of 32 tokens; 8x32768 8 of 4096 (256 blocks);
+/// - otherwise whole waves of partitions as long as possible: a large batch keeps whole sequences of up to
+///   4096 tokens per block and no combine (64x4096: 256 or 512 blocks), where 2048-token halves would
+///   cost each block a second prologue and the launch a combine (bench/NOTES.md v21).
 template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const std::size_t slots = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
+  const std::size_t wave = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
   const std::size_t segments = num_segments > 0 ? num_segments : 1;
-  const std::size_t parts = (slots + segments - 1) / segments; // partitions per sequence wanted
-  const std::size_t per_part = (static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1) + parts - 1) / parts;
-  const std::size_t tokens = (per_part + 31) / 32 * 32;
+  const std::size_t length = static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1);
+  const std::size_t token_bytes = 2 * static_cast<std::size_t>(a.head_size > 0 ? a.head_size : 1) * sizeof(T);
+  const std::size_t fixed_tokens = (block_fixed_cost_bytes + token_bytes - 1) / token_bytes;
   const std::size_t smallest = min_auto_partition_tokens;
-  return static_cast<int>(tokens < smallest ? smallest : tokens > static_cast<std::size_t>(Policy::max_partition_tokens) ? Policy::max_partition_tokens : tokens);
+  const std::size_t whole = (length + 31) / 32 * 32; // one partition holds the longest sequence
+  const std::size_t limit = static_cast<std::size_t>(partition_token_limit<Policy>(a.block_size));
+  const std::size_t longest = whole < limit ? whole : limit;
+  std::size_t best = longest;
+  std::size_t best_cost = ~std::size_t{0};
+  for (std::size_t tokens = longest; tokens >= smallest; tokens -= 32)
+  {
+    const std::size_t blocks = segments * ((length + tokens - 1) / tokens);
+    const std::size_t cost = (blocks + wave - 1) / wave * (tokens + fixed_tokens);
+    if (cost < best_cost) { best_cost = cost; best = tokens; }
+  }
+  return static_cast<int>(best);
 }
 
 template <class Policy, class T>

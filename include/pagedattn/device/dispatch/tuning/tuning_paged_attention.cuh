@@ -6,13 +6,14 @@
 // host code takes the one for the device's compute capability. They agree when the binary holds code for
 // the device's architecture family (the default 80;90 build: sm_90 code on cc >= 9.0, sm_80 below). A
 // binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
-// sm_90 host policy: harmless while both share block_threads, the tile kind and max_partition_tokens and
+// sm_90 host policy: harmless while both share block_threads, the tile kind and the partition limits and
 // the sm_80 code needs no more shared memory than the sm_90 launch provides (the partition size travels
 // at run time), which test/device/test_policy_host.cu checks.
 //
 // Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
-// sequence into enough partitions to give every SM min_blocks_per_sm blocks in one wave: a multiple of
-// 32 tokens in [32, max_partition_tokens] (dispatch_paged_attention.cuh, choose_partition_tokens).
+// sequence into partitions that fill whole waves of min_blocks_per_sm blocks per SM: a multiple of 32
+// tokens, at most max_partition_tokens and max_partition_blocks cache blocks (dispatch_paged_attention.cuh,
+// partition_token_limit and choose_partition_tokens).
 //
 // To add a policy: write a struct with the fields below, add a host test of its static limits in
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
@@ -31,6 +32,7 @@ struct PagedAttentionPolicyBIV100 {
   static constexpr const char* name = "bi_v100";
   static constexpr int block_threads = 4 * warp_threads;  ///< 4 warps (256 threads at 64 lanes)
   static constexpr int max_partition_tokens = 512;         ///< the seeds' partition size: the largest used
+  static constexpr int max_partition_blocks = 512 / 8;     ///< (block ids are not staged: every block size allows 512)
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   static constexpr int min_blocks_per_sm = 1;
   static constexpr int key_chunks_in_flight = 4; ///< CUDA-core tile: 16-byte key loads in flight per lane
@@ -42,7 +44,8 @@ struct PagedAttentionPolicyBIV100 {
 struct PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm80";
   static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int max_partition_tokens = 2048; ///< == sm_90's (see the note at the top)
+  static constexpr int max_partition_tokens = 4096; ///< == sm_90's (see the note at the top)
+  static constexpr int max_partition_blocks = 256;  ///< block-table entries staged in shared memory (1 KB)
   static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
@@ -60,7 +63,8 @@ struct PagedAttentionPolicySm80 {
 struct PagedAttentionPolicySm90 {
   static constexpr const char* name = "sm90";
   static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int max_partition_tokens = 2048;
+  static constexpr int max_partition_tokens = 4096; ///< (2048 at block size 8: max_partition_blocks)
+  static constexpr int max_partition_blocks = 256;  ///< block-table entries staged in shared memory (1 KB)
   static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8;
