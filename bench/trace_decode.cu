@@ -5,13 +5,14 @@
 // microseconds go" for the latency-bound shapes: the launch and init pass, the prologue, the stream,
 // the combine's tail.
 //
-//   trace_decode [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][@HEADS/KV_HEADS]]...
-//       (fp16, block 16; 24/4 heads, head 256 and automatic partitions unless given)
+//   trace_decode [--hot] [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][@HEADS/KV_HEADS]]...
+//       (fp16, block 16; 24/4 heads, head 256 and automatic partitions unless given; --hot: the timelines
+//       come from launches without an L2 flush before them)
 #include <cooperative_groups.h>
 
 #include <cstdio>
 
-__device__ unsigned long long trace_ns[1 << 16][16];
+__device__ unsigned long long trace_ns[1 << 16][18];
 __device__ unsigned trace_sm[1 << 16];
 __device__ __forceinline__ unsigned sm_id()
 {
@@ -28,6 +29,16 @@ __device__ __forceinline__ unsigned sm_id()
     }                                                                                                           \
   } while (0)
 
+// After the register `value` has arrived: a mov that reads it comes first (asm volatile keeps the order).
+#define PAGEDATTN_TRACE_AFTER(point, value)                                                                     \
+  do {                                                                                                          \
+    if (threadIdx.x == 0 && blockIdx.x < (1u << 16))                                                            \
+    {                                                                                                           \
+      unsigned dummy_;                                                                                          \
+      asm volatile("mov.b32 %0, %1;" : "=r"(dummy_) : "f"(value));                                              \
+      trace_ns[blockIdx.x][point] = pagedattn::arch::global_timer_ns() + (dummy_ == 0x7fc00001u ? 1 : 0);        \
+    }                                                                                                           \
+  } while (0)
 #include <pagedattn/device/device_paged_attention.cuh>
 
 #include "../examples/support/paged_decode_problem.cuh"
@@ -39,14 +50,30 @@ __device__ __forceinline__ unsigned sm_id()
 namespace {
 
 using HeadDims = std::integer_sequence<int, 128, 256>;
-constexpr int points = 16;
+constexpr int points = 18;
 const char* const point_names[points] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
                                          "aggregate stored", "group fold/barrier", "done", "fold: loads/stats",
                                          "fold: factors/values", "fold: done", "group published", "looked back",
-                                         "final fold", "-", "-"};
+                                         "final fold", "fold: slice start", "fold: item 0 stats", "fold: stats landed",
+                                         "fold: values landed"};
 
 __global__ void empty_kernel() {}
 __global__ void grid_sync_kernel() { cooperative_groups::this_grid().sync(); }
+
+/// One thread follows a chain of `steps` dependent loads through `next` (ld.global.cg: L2), twice: the
+/// first pass brings the lines in, the second is timed. ns and SM clocks per load go to out[0], out[1].
+__global__ void l2_latency_kernel(const unsigned* next, int steps, double* out)
+{
+  unsigned i = 0;
+  for (int k = 0; k < steps; ++k) { i = __ldcg(next + i); }
+  const unsigned long long t0 = pagedattn::arch::global_timer_ns();
+  const long long c0 = clock64();
+  for (int k = 0; k < steps; ++k) { i = __ldcg(next + i); }
+  const long long c1 = clock64();
+  const unsigned long long t1 = pagedattn::arch::global_timer_ns();
+  out[0] = double(t1 - t0) / steps;
+  out[1] = double(c1 - c0) / steps + (i == 0xffffffffu ? 1 : 0); // (i keeps the chain alive)
+}
 
 struct Shape {
   int seqs, len, head, partition_tokens, heads = 24, kv_heads = 4;
@@ -58,10 +85,10 @@ double percentile(std::vector<double> v, double q)
   return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
 }
 
-/// Event times of `reps` launches of `work`, each after `before` and an L2 flush (stream held meanwhile,
-/// so that the launch is queued before the first event).
+/// Event times of `reps` launches of `work`, each after `before` and an L2 flush (none if `flush` is
+/// null; the stream is held meanwhile, so that the launch is queued before the first event).
 template <class F, class B>
-std::vector<double> event_times_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream, int reps, B&& before)
+std::vector<double> event_times_us(F&& work, const paged_decode::L2Flush* flush, cudaStream_t stream, int reps, B&& before)
 {
   paged_decode::EventPair ev;
   std::vector<double> us;
@@ -69,7 +96,7 @@ std::vector<double> event_times_us(F&& work, const paged_decode::L2Flush& flush,
   {
     before();
     paged_decode::hold_stream(stream, 200'000);
-    flush(stream);
+    if (flush) { (*flush)(stream); }
     PAGEDATTN_CHECK(cudaEventRecord(ev.start, stream));
     work();
     PAGEDATTN_CHECK(cudaEventRecord(ev.stop, stream));
@@ -81,10 +108,10 @@ std::vector<double> event_times_us(F&& work, const paged_decode::L2Flush& flush,
 template <class F>
 double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_t stream)
 {
-  return percentile(event_times_us(work, flush, stream, 21, [] {}), 0.5);
+  return percentile(event_times_us(work, &flush, stream, 21, [] {}), 0.5);
 }
 
-void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const paged_decode::L2Flush& write_flush, cudaStream_t stream)
+void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const paged_decode::L2Flush& write_flush, bool hot, cudaStream_t stream)
 {
   const paged_decode::DecodeShape shape{sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, 16};
   const paged_decode::PagedDecodeProblem<__half> problem(shape, 20261129);
@@ -102,7 +129,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   void* trace = nullptr;
   PAGEDATTN_CHECK(cudaGetSymbolAddress(&trace, trace_ns));
   std::vector<unsigned long long> host(std::size_t(1 << 16) * points);
-  const std::vector<double> event_us = event_times_us(decode, flush, stream, 5, [&] { // the last launch's timeline is printed
+  const std::vector<double> event_us = event_times_us(decode, hot ? nullptr : &flush, stream, 5, [&] { // the last launch's timeline is printed
     PAGEDATTN_CHECK(cudaMemsetAsync(trace, 0, host.size() * sizeof(unsigned long long), stream));
   });
   PAGEDATTN_CHECK(cudaMemcpy(host.data(), trace, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -112,8 +139,8 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   {
     if (host[b * points]) { t0 = std::min(t0, host[b * points]); blocks = b + 1; }
   }
-  std::printf("\n%dx%d %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5; last %.1f); median of 21: %.1f us (read flush), "
-              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), event_us.back(),
+  std::printf("\n%dx%d %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5%s; last %.1f); median of 21: %.1f us (read flush), "
+              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), hot ? ", L2 not flushed: the timeline is hot" : "", event_us.back(),
               median_event_us(decode, flush, stream), median_event_us(decode, write_flush, stream));
   std::printf("  %-18s %7s %8s %8s %8s %8s\n", "step", "blocks", "min", "median", "p90", "max");
   for (int k = 0; k < points; ++k)
@@ -185,8 +212,10 @@ int main(int argc, char** argv)
     return 1;
   }
   std::vector<Shape> shapes;
-  for (int i = 1; i + 1 < argc; ++i)
+  bool hot = false;
+  for (int i = 1; i < argc; ++i)
   {
+    if (std::string(argv[i]) == "--hot") { hot = true; }
     Shape s{0, 0, 256, 0};
     const std::string arg = i + 1 < argc ? argv[i + 1] : "";
     const std::size_t at = arg.find('@');
@@ -206,6 +235,20 @@ int main(int argc, char** argv)
   PAGEDATTN_CHECK(cudaStreamCreate(&stream));
   void* scratch = nullptr;
   PAGEDATTN_CHECK(cudaMalloc(&scratch, 4096));
+  {
+    // L2 hit latency: a chain through 64 lines of 128 bytes (stride 33 lines, so not sequential)
+    constexpr int lines = 64, stride = 32; // unsigneds per line
+    std::vector<unsigned> chain(lines * stride);
+    for (int l = 0; l < lines; ++l) { chain[l * stride] = ((l * 33 + 1) % lines) * stride; }
+    paged_decode::DeviceArray<unsigned> d_chain(chain.size());
+    paged_decode::DeviceArray<double> d_out(2);
+    PAGEDATTN_CHECK(cudaMemcpy(d_chain.get(), chain.data(), chain.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+    l2_latency_kernel<<<1, 1, 0, stream>>>(d_chain.get(), 256, d_out.get());
+    PAGEDATTN_CHECK(cudaGetLastError());
+    double out[2];
+    PAGEDATTN_CHECK(cudaMemcpy(out, d_out.get(), sizeof(out), cudaMemcpyDeviceToHost));
+    std::printf("baseline: L2 hit latency (one thread, dependent ld.global.cg) %.0f ns = %.0f SM clocks per load\n", out[0], out[1]);
+  }
   // A launch like the one-wave decode's (264 blocks, 72 KB of shared memory each, cooperative), empty or
   // passing one grid barrier: what the launch and the runtime's barrier cost alone.
   constexpr int big_smem = 72 * 1024;
@@ -230,7 +273,7 @@ int main(int argc, char** argv)
                 PAGEDATTN_CHECK(cudaMemsetAsync(scratch, 0, 4096, stream));
                 empty_kernel<<<264, 128, 0, stream>>>();
               }, flush, stream));
-  for (const Shape& s : shapes) { trace_shape(s, flush, write_flush, stream); }
+  for (const Shape& s : shapes) { trace_shape(s, flush, write_flush, hot, stream); }
   PAGEDATTN_CHECK(cudaFree(scratch));
   PAGEDATTN_CHECK(cudaStreamDestroy(stream));
   return 0;

@@ -84,10 +84,13 @@ public:
     const int v0 = slice * per_slice, slice_vectors = min(vectors, v0 + per_slice) - v0;
     const int pairs = slice_vectors > 0 ? slice_vectors * groups : 0; // (vector, group) work items, vector-minor
 
+    PAGEDATTN_TRACE_POINT(14);
     float4 x[group_size];
     int count = LoadPair(state, segment, v0, slice_vectors, parts, threadIdx.x, pairs, x);
     float2 s[group_size];
     int stat_count = LoadGroupStats(state, segment, parts, threadIdx.x, group_heads, s);
+    PAGEDATTN_TRACE_AFTER(16, s[0].x);
+    PAGEDATTN_TRACE_AFTER(17, x[0].x);
 
     // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk. The
     //    running maxima are a chain of selects; the factors' exponentials do not depend on each other
@@ -116,6 +119,7 @@ public:
         }
       }
       temp_.group_stats[g][h] = make_float2(group_max, l);
+      if (item == 0) { PAGEDATTN_TRACE_POINT(15); }
     }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(8);
