@@ -27,7 +27,6 @@ struct Candidate {
   static constexpr const char* name = "candidate";
   static constexpr int block_threads = Threads;
   static constexpr int max_partition_tokens = Partition;
-  static constexpr int max_partition_blocks = Partition / 8; // every block size allows Partition tokens
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
   static constexpr int stages = Stages;

@@ -22,7 +22,7 @@ void check_limits()
     const int limit = pagedattn::detail::partition_token_limit<Policy>(block_size);
     CHECK(limit >= 64);
     CHECK(limit % 32 == 0);
-    CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
+    CHECK(limit / block_size <= pagedattn::policy_max_partition_blocks<Policy>); // the staged block ids suffice
   }
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
@@ -116,7 +116,8 @@ TEST_CASE("policies: sm_80 device code under the sm_90 host policy is safe", "[p
   CHECK(Sm80::tensor_cores == Sm90::tensor_cores);
   CHECK(Sm80::min_blocks_per_sm <= Sm90::min_blocks_per_sm);
   CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens); // with max_partition_blocks, limits ...
-  CHECK(Sm80::max_partition_blocks == Sm90::max_partition_blocks);  // ... partitions and sizes the block-id staging
+  CHECK(pagedattn::policy_max_partition_blocks<Sm80> == pagedattn::policy_max_partition_blocks<Sm90>); // ... partitions and sizes
+                                                                                                         // the block-id staging
   check_sm80_code_fits_sm90_launch<__half>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<__nv_bfloat16>(pagedattn::SupportedHeadDims{});
   check_sm80_code_fits_sm90_launch<float>(pagedattn::SupportedHeadDims{});
@@ -172,39 +173,41 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
   CHECK(plan.partition_tokens <= 2048);
   CHECK(plan.partition_tokens >= 2048 * 7 / 8);
   a.block_size = 16;
-  a.max_seq_len = 16384;
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 512); // ceil(16384 / 33) = 497, up to 512
-  a.num_seqs = 1;
-  a.max_seq_len = 100000;
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 1536); // 66 partitions x 4 KV heads = 264 blocks
-  // More segments than one wave holds at the longest partition: whole waves, not one and a half.
-  a.num_heads = 32;
-  a.num_kv_heads = 8;
-  a.head_size = 128;
-  plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == 3040); // 33 x 8 = 264 blocks: one wave
-  CHECK(plan.max_partitions == 33);
-  a.block_size = 8; // partitions of at most 2048 tokens: two whole waves (528 blocks), not 392 of 2048
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 1536);
-  a.block_size = 16;
-  a.num_heads = 24;
-  a.num_kv_heads = 4;
-  a.head_size = 256;
-  a.num_seqs = 4;
-  a.max_seq_len = 2049;
-  plan = pagedattn::detail::make_plan<P>(a, sms);
-  CHECK(plan.partition_tokens == 160); // 13 x 16 = 208 blocks in one wave (17 x 128 = 272 would need two)
-  CHECK(plan.max_partitions == 13);
-  // Shorter partitions only where they save a wave: 64 x 4096 keeps whole sequences (256 blocks).
-  a.num_seqs = 64;
-  a.max_seq_len = 4096;
-  CHECK_FALSE(pagedattn::detail::make_plan<P>(a, sms).partitioned);
-  a.num_seqs = 8;
-  a.max_seq_len = 32768;
-  CHECK(pagedattn::detail::make_plan<P>(a, sms).partition_tokens == 4096); // 8 x 32 = 256 blocks
-  a.num_seqs = 256;
-  a.max_seq_len = 1024;
-  CHECK_FALSE(pagedattn::detail::make_plan<P>(a, sms).partitioned); // 1024 blocks of a whole sequence
+
+  // The bench shapes (132 SMs): one wave where it holds the longest sequence, else whole waves of
+  // partitions as long as possible (0: one partition, the launch is not partitioned).
+  struct Expected {
+    int seqs, len, heads, kv_heads, head, block_size, partition_tokens, partitions;
+    const char* why;
+  };
+  const Expected table[] = {
+      {2, 16384, 24, 4, 256, 16, 512, 32, "8 segments x 32 = 256 blocks"},
+      {1, 100000, 24, 4, 256, 16, 1536, 66, "4 x 66 = 264 blocks"},
+      {1, 100000, 32, 8, 128, 16, 3040, 33, "8 x 33 = 264 blocks"},
+      {1, 100000, 32, 8, 128, 8, 1536, 66, "at most 2048 tokens: two whole waves (528 blocks), not 392 of 2048"},
+      {4, 2049, 24, 4, 256, 16, 160, 13, "16 x 13 = 208 blocks in one wave (17 x 128 = 272 would need two)"},
+      {8, 32768, 24, 4, 256, 16, 4096, 8, "32 x 8 = 256 blocks"},
+      {64, 4096, 24, 4, 256, 16, 0, 1, "256 blocks of a whole sequence"},
+      {64, 4096, 32, 8, 128, 16, 0, 1, "512 blocks of a whole sequence, two waves"},
+      {256, 1024, 24, 4, 256, 16, 0, 1, "1024 blocks of a whole sequence"},
+  };
+  for (const Expected& e : table)
+  {
+    INFO(e.seqs << "x" << e.len << " " << e.heads << "/" << e.kv_heads << " head " << e.head << " block " << e.block_size << ": " << e.why);
+    auto b = a;
+    b.num_seqs = e.seqs;
+    b.max_seq_len = e.len;
+    b.num_heads = e.heads;
+    b.num_kv_heads = e.kv_heads;
+    b.head_size = e.head;
+    b.block_size = e.block_size;
+    b.max_blocks_per_seq = (e.len + e.block_size - 1) / e.block_size;
+    const auto shape_plan = pagedattn::detail::make_plan<P>(b, sms);
+    CHECK(shape_plan.max_partitions == e.partitions);
+    CHECK(shape_plan.partitioned == (e.partitions > 1));
+    if (e.partition_tokens > 0) { CHECK(shape_plan.partition_tokens == e.partition_tokens); }
+  }
+
   a.num_seqs = 2;
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
@@ -242,6 +245,32 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
   CHECK(pagedattn::detail::validate_partition_tokens<P>(a) == cudaErrorInvalidValue);
   CHECK(pagedattn::last_error_message().find("2048") != std::string::npos);
   CHECK(pagedattn::last_error_message().find("block_size 8") != std::string::npos);
+}
+
+namespace {
+/// A policy written before max_partition_blocks existed: it stages max_partition_tokens / 8 block ids, so
+/// every block size allows max_partition_tokens.
+struct PartitionTokensOnly {
+  static constexpr int max_partition_tokens = 2048;
+};
+struct PartitionTokensAndBlocks {
+  static constexpr int max_partition_tokens = 2048;
+  static constexpr int max_partition_blocks = 64;
+};
+} // namespace
+
+TEST_CASE("policies: max_partition_blocks is optional", "[policy][host]")
+{
+  CHECK(pagedattn::policy_max_partition_blocks<PartitionTokensOnly> == 2048 / 8);
+  for (int block_size : pagedattn::supported_block_sizes)
+  {
+    CHECK(pagedattn::detail::partition_token_limit<PartitionTokensOnly>(block_size) == 2048);
+  }
+  // With the member, the limit is the smaller of the two.
+  CHECK(pagedattn::policy_max_partition_blocks<PartitionTokensAndBlocks> == 64);
+  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(8) == 512);
+  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(16) == 1024);
+  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(32) == 2048);
 }
 
 TEST_CASE("validation: each bad argument is named", "[policy][host]")

@@ -13,6 +13,7 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
+#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
 namespace pagedattn {
 
@@ -33,7 +34,7 @@ public:
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
 
   /// Cache blocks of a partition: the dispatch keeps partition_tokens / block_size within this.
-  static constexpr int max_partition_blocks = Policy::max_partition_blocks;
+  static constexpr int max_partition_blocks = policy_max_partition_blocks<Policy>;
 
   /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
   static constexpr bool partial_after_storage = true;

@@ -275,12 +275,12 @@ struct DecodePlan {
 };
 
 /// Longest partition of a policy at a cache block size: max_partition_tokens, and no more than the
-/// max_partition_blocks cache blocks whose table entries a thread block stages (sm_80, sm_90: 4096 tokens,
+/// policy_max_partition_blocks cache blocks whose table entries a thread block stages (sm_80, sm_90: 4096 tokens,
 /// 2048 at block size 8). A multiple of 32 for every supported block size.
 template <class Policy>
 constexpr int partition_token_limit(int block_size)
 {
-  const long long by_blocks = static_cast<long long>(Policy::max_partition_blocks) * block_size;
+  const long long by_blocks = static_cast<long long>(policy_max_partition_blocks<Policy>) * block_size;
   return by_blocks < Policy::max_partition_tokens ? static_cast<int>(by_blocks) / 32 * 32 : Policy::max_partition_tokens;
 }
 

@@ -19,10 +19,19 @@
 // test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
 // SinglePolicyChain<YourPolicy> to DevicePagedAttention::Decode.
 #include <cstddef>
+#include <type_traits>
 
 #include <pagedattn/util_arch.cuh>
 
 namespace pagedattn {
+
+/// Cache blocks of a partition whose block-table entries a thread block stages: Policy::max_partition_blocks,
+/// or, for a policy without that member, max_partition_tokens / 8 (then every block size allows
+/// max_partition_tokens, as before the member existed).
+template <class Policy, class = void>
+inline constexpr int policy_max_partition_blocks = Policy::max_partition_tokens / 8;
+template <class Policy>
+inline constexpr int policy_max_partition_blocks<Policy, std::void_t<decltype(Policy::max_partition_blocks)>> = Policy::max_partition_blocks;
 
 /// Iluvatar BI-V100: 64-lane warps, CUDA cores only, no inline PTX, and the seeds' 48 KB shared-memory
 /// budget (their K and V tiles of 32 x 256 fp16 took 32 KB of it; the CUDA-core fold streams K and V
