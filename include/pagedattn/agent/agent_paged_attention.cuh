@@ -170,9 +170,12 @@ private:
     if (num_partitions > 1) { slice.StoreAggregate(p_.state, tile.segment, tile.partition, own.stats, own.values); }
     else { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
     PAGEDATTN_TRACE_POINT(5);
-    GridBarrier::Sync();
+    const GridBarrier::Token arrival = GridBarrier::Arrive();
+    typename SliceCombine::Plan plan{}; // worked out while the other blocks arrive
+    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, tile.segment, tile.partition, num_partitions); }
+    GridBarrier::Wait(arrival);
     PAGEDATTN_TRACE_POINT(6);
-    if (num_partitions > 1) { slice.Run(p_.state, tile.segment, tile.partition, num_partitions, write); }
+    if (num_partitions > 1) { slice.Run(p_.state, tile.segment, plan, write); }
   }
 
   struct alignas(4 * sizeof(T)) Vector4 {

@@ -47,8 +47,20 @@ public:
     SoftmaxRescale step[max_partitions][MaxHeads];     ///< factors folding partition q into its group (q not first)
     float2 group_stats[max_groups][MaxHeads];          ///< (max score, exp sum) of every group aggregate
     SoftmaxRescale group_step[max_groups][MaxHeads];   ///< factors folding group g into the segment (g > 0)
-    float exp_sum[MaxHeads];                           ///< the segment's
     float4 group_values[max_slice_group_values()];     ///< the slice's vectors of every group aggregate
+  };
+
+  /// What one thread loads first and which work items it owns, worked out before the grid barrier
+  /// completes (GridBarrier::Arrive .. Wait): the integer work (divisions by the partition count, the
+  /// heads and the slice width, 64-bit tile offsets) is off the path from the barrier to the first loads.
+  struct Plan {
+    int parts, groups, group_heads; ///< partitions, groups of them, (group, head) items
+    int v0, slice_vectors, pairs;   ///< the slice's first vector, its width, its (vector, group) items
+    int pair_count, pair_group, pair_vector; ///< this thread's first pair (count 0: none)
+    const float4* pair_values;      ///< its vector in the group's first partial; partial q at + q * value_stride
+    int item_count, item_group, item_head; ///< this thread's first (group, head) item (count 0: none)
+    const float2* item_stats;       ///< its head's statistics in the group's first partial; q at + q * heads
+    int value_stride;               ///< float4s from one tile's values to the next
   };
 
   PAGEDATTN_DEVICE AgentSliceCombine(TempStorage& temp, int heads) : temp_(temp), heads_(heads) {}
@@ -66,47 +78,76 @@ public:
     }
   }
 
-  /// After the grid barrier: fold slice `slice` of the segment's output over its `num_partitions` (2 ..
-  /// max_partitions) stored aggregates and write it: write(h, vector_index, float4). Every thread calls it.
+  /// The plan of slice `slice` of a segment with `num_partitions` (2 .. max_partitions) stored
+  /// aggregates, for the calling thread. Reads nothing but the arguments.
+  PAGEDATTN_DEVICE Plan MakePlan(const PartitionTileState& state, int segment, int slice, int num_partitions) const
+  {
+    Plan plan{};
+    plan.parts = num_partitions;
+    plan.groups = ceil_div(num_partitions, group_size);
+    plan.group_heads = plan.groups * heads_;
+    const int vectors = heads_ * vectors_per_head, per_slice = ceil_div(vectors, num_partitions);
+    plan.v0 = slice * per_slice;
+    plan.slice_vectors = max(0, min(vectors, plan.v0 + per_slice) - plan.v0);
+    plan.pairs = plan.slice_vectors * plan.groups;
+    plan.value_stride = static_cast<int>(state.partial_floats() / 4);
+    const PartialRef first = state.tile(segment, 0);
+    plan.pair_count = 0;
+    if (static_cast<int>(threadIdx.x) < plan.pairs)
+    {
+      plan.pair_group = threadIdx.x / plan.slice_vectors;
+      plan.pair_vector = plan.v0 + threadIdx.x % plan.slice_vectors;
+      plan.pair_count = min(group_size, num_partitions - plan.pair_group * group_size);
+      plan.pair_values = reinterpret_cast<const float4*>(first.values) +
+                         static_cast<std::ptrdiff_t>(plan.pair_group * group_size) * plan.value_stride + plan.pair_vector;
+    }
+    plan.item_count = 0;
+    if (static_cast<int>(threadIdx.x) < plan.group_heads)
+    {
+      plan.item_group = threadIdx.x / heads_;
+      plan.item_head = threadIdx.x % heads_;
+      plan.item_count = min(group_size, num_partitions - plan.item_group * group_size);
+      plan.item_stats = reinterpret_cast<const float2*>(first.stats) + plan.item_group * group_size * state.heads + plan.item_head;
+    }
+    return plan;
+  }
+
+  /// After the grid barrier: fold the planned slice of the segment's output over its stored aggregates
+  /// and write it: write(h, vector_index, float4). Every thread calls it, with its own MakePlan().
   ///
   /// Three phases, each a short chain in registers between two block barriers:
   ///   1. per (group, head): the group's statistics -> the factors of each step inside the group and the
   ///      group aggregate's statistics;
   ///   2. per (vector, group) pair: the group aggregate of one vector of the slice; and, on other threads,
-  ///      per head: the factors folding each group into the segment and the segment's exp sum;
-  ///   3. per vector of the slice: the fold of its group aggregates, normalised.
+  ///      per (group, head): the factors folding the group into the fold of the groups before it;
+  ///   3. per vector of the slice: the fold of its group aggregates and of their exp sums, normalised.
   /// Every load of phases 1 and 2 (statistics and values) is issued before the first is used.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int slice, int num_partitions, WriteOutput write)
+  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, const Plan& plan, WriteOutput write)
   {
-    const int parts = num_partitions, groups = ceil_div(parts, group_size), group_heads = groups * heads_;
-    const int vectors = heads_ * vectors_per_head, per_slice = ceil_div(vectors, parts);
-    const int v0 = slice * per_slice, slice_vectors = min(vectors, v0 + per_slice) - v0;
-    const int pairs = slice_vectors > 0 ? slice_vectors * groups : 0; // (vector, group) work items, vector-minor
-
     PAGEDATTN_TRACE_POINT(14);
-    float4 x[group_size];
-    int count = LoadPair(state, segment, v0, slice_vectors, parts, threadIdx.x, pairs, x);
     float2 s[group_size];
-    int stat_count = LoadGroupStats(state, segment, parts, threadIdx.x, group_heads, s);
+    LoadStats(plan.item_stats, plan.item_count, state.heads, s);
+    float4 x[group_size];
+    LoadValues(plan.pair_values, plan.pair_count, plan.value_stride, x);
     PAGEDATTN_TRACE_AFTER(16, s[0].x);
     PAGEDATTN_TRACE_AFTER(17, x[0].x);
 
     // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk. The
     //    running maxima are a chain of selects; the factors' exponentials do not depend on each other
     //    (steps past the group's end fold the padding (-inf, 0) and are not used).
-    for (int item = threadIdx.x; item < group_heads; item += BlockThreads)
+    for (int item = threadIdx.x; item < plan.group_heads; item += BlockThreads)
     {
-      if (item != threadIdx.x) { stat_count = LoadGroupStats(state, segment, parts, item, group_heads, s); }
-      const int g = item / heads_, h = item % heads_;
-      SoftmaxRescale r[group_size];
-      float m = s[0].x;
-#pragma unroll
-      for (int q = 1; q < group_size; ++q)
+      int g = plan.item_group, h = plan.item_head, stat_count = plan.item_count;
+      if (item != static_cast<int>(threadIdx.x)) // a later item (more than BlockThreads of them)
       {
-        r[q] = softmax_rescale(m, s[q].x);
-        m = r[q].max_score;
+        g = item / heads_;
+        h = item % heads_;
+        stat_count = min(group_size, plan.parts - g * group_size);
+        LoadStats(reinterpret_cast<const float2*>(state.tile(segment, g * group_size).stats) + h, stat_count, state.heads, s);
       }
+      SoftmaxRescale r[group_size];
+      GroupFactors(s, r);
       float group_max = s[0].x, l = s[0].y;
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
@@ -125,50 +166,61 @@ public:
     PAGEDATTN_TRACE_POINT(8);
 
     // 2a. per (vector, group) pair: the group aggregate of the vector; later passes load as they go
-    for (int pair = threadIdx.x; pair < pairs; pair += BlockThreads)
+    for (int pair = threadIdx.x; pair < plan.pairs; pair += BlockThreads)
     {
-      if (pair != threadIdx.x) { count = LoadPair(state, segment, v0, slice_vectors, parts, pair, pairs, x); }
-      const int g = pair / slice_vectors, v = v0 + pair % slice_vectors, h = v / vectors_per_head;
+      int g = plan.pair_group, v = plan.pair_vector, count = plan.pair_count;
+      if (pair != static_cast<int>(threadIdx.x)) // a later pair (more than BlockThreads of them)
+      {
+        g = pair / plan.slice_vectors;
+        v = plan.v0 + pair % plan.slice_vectors;
+        count = min(group_size, plan.parts - g * group_size);
+        LoadValues(reinterpret_cast<const float4*>(state.tile(segment, g * group_size).values) + v, count, plan.value_stride, x);
+      }
+      const int h = v / vectors_per_head;
+      SoftmaxRescale r[group_size]; // every factor read before the chain that uses them
+#pragma unroll
+      for (int q = 1; q < group_size; ++q)
+      {
+        if (q < count) { r[q] = temp_.step[g * group_size + q][h]; }
+      }
       float4 a = x[0];
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        if (q >= count) { break; }
-        const SoftmaxRescale r = temp_.step[g * group_size + q][h];
-        a = make_float4(rescaled_sum(r, a.x, x[q].x), rescaled_sum(r, a.y, x[q].y), rescaled_sum(r, a.z, x[q].z), rescaled_sum(r, a.w, x[q].w));
+        if (q < count)
+        {
+          a = make_float4(rescaled_sum(r[q], a.x, x[q].x), rescaled_sum(r[q], a.y, x[q].y), rescaled_sum(r[q], a.z, x[q].z),
+                          rescaled_sum(r[q], a.w, x[q].w));
+        }
       }
       temp_.group_values[pair] = a;
     }
-    // 2b. per head (counted from the block's last thread, which 2a leaves idle unless the slice is
-    //     wide): the fold of the group statistics (factors first, then the exp sum's chain)
-    for (int h = BlockThreads - 1 - threadIdx.x; h < heads_; h += BlockThreads)
+    // 2b. per (group g > 0, head h), counted from the block's last thread (which 2a leaves idle unless
+    //     the slice is wide): the factors folding group g into the fold of groups 0..g-1 (the running
+    //     maximum recomputed from the group maxima, so that no thread waits on another's chain)
+    for (int item = BlockThreads - 1 - threadIdx.x; item < (plan.groups - 1) * heads_; item += BlockThreads)
     {
+      const int g = 1 + item / heads_, h = item % heads_;
       float m = temp_.group_stats[0][h].x;
-      for (int g = 1; g < groups; ++g)
-      {
-        const SoftmaxRescale r = softmax_rescale(m, temp_.group_stats[g][h].x);
-        temp_.group_step[g][h] = r;
-        m = r.max_score;
-      }
-      float l = temp_.group_stats[0][h].y;
-      for (int g = 1; g < groups; ++g) { l = rescaled_sum(temp_.group_step[g][h], l, temp_.group_stats[g][h].y); }
-      temp_.exp_sum[h] = l;
+      for (int k = 1; k < g; ++k) { m = running_max(m, temp_.group_stats[k][h].x); }
+      temp_.group_step[g][h] = softmax_rescale(m, temp_.group_stats[g][h].x);
     }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(9);
 
-    // 3. each vector of the slice: the fold of its group aggregates, normalised
-    for (int i = threadIdx.x; i < slice_vectors; i += BlockThreads)
+    // 3. each vector of the slice: the fold of its group aggregates and of their exp sums, normalised
+    for (int i = threadIdx.x; i < plan.slice_vectors; i += BlockThreads)
     {
-      const int v = v0 + i, h = v / vectors_per_head;
+      const int v = plan.v0 + i, h = v / vectors_per_head;
       float4 o = temp_.group_values[i];
-      for (int g = 1; g < groups; ++g)
+      float l = temp_.group_stats[0][h].y;
+      for (int g = 1; g < plan.groups; ++g)
       {
         const SoftmaxRescale r = temp_.group_step[g][h];
-        const float4 a = temp_.group_values[g * slice_vectors + i];
+        const float4 a = temp_.group_values[g * plan.slice_vectors + i];
         o = make_float4(rescaled_sum(r, o.x, a.x), rescaled_sum(r, o.y, a.y), rescaled_sum(r, o.z, a.z), rescaled_sum(r, o.w, a.w));
+        l = rescaled_sum(r, l, temp_.group_stats[g][h].y);
       }
-      const float l = temp_.exp_sum[h];
       // as AgentPartitionCombine: the empty softmax is a zero output; a NaN exp sum stays NaN
       write(h, v % vectors_per_head,
             l == 0.f ? make_float4(0.f, 0.f, 0.f, 0.f) : make_float4(__fdiv_rn(o.x, l), __fdiv_rn(o.y, l), __fdiv_rn(o.z, l), __fdiv_rn(o.w, l)));
@@ -179,35 +231,44 @@ private:
   TempStorage& temp_;
   int heads_;
 
-  /// Load the vector of `pair` (vector v0 + pair % slice_vectors, group pair / slice_vectors: neighbouring
-  /// threads read neighbouring vectors of one partial) of every partition of its group into x; returns
-  /// how many (0 for no pair).
-  PAGEDATTN_DEVICE static int LoadPair(const PartitionTileState& state, int segment, int v0, int slice_vectors, int parts, int pair, int pairs,
-                                       float4 (&x)[group_size])
+  /// The factors of the left fold of a group's statistics s[0..group_size): r[q] folds partial q into the
+  /// fold of 0..q-1, exactly as the chain softmax_rescale(m, s[q].x), m = r[q].max_score would compute
+  /// them (same maxima, same exponentials, same empty case), but with the running maxima first (a chain of
+  /// selects) so that the exponentials of all steps are independent of each other instead of one step's
+  /// branch waiting for the last one's.
+  PAGEDATTN_DEVICE static void GroupFactors(const float2 (&s)[group_size], SoftmaxRescale (&r)[group_size])
   {
-    if (pair >= pairs) { return 0; }
-    const int g = pair / slice_vectors, v = v0 + pair % slice_vectors, first = g * group_size, count = min(group_size, parts - first);
+    float m[group_size];
+    m[0] = s[0].x;
+#pragma unroll
+    for (int q = 1; q < group_size; ++q) { m[q] = running_max(m[q - 1], s[q].x); }
+#pragma unroll
+    for (int q = 1; q < group_size; ++q)
+    {
+      const bool empty = m[q] == -INFINITY; // both empty: softmax_rescale's (-inf, 0, 0)
+      const float alpha = detail::exp_f32(m[q - 1] - m[q]), beta = detail::exp_f32(s[q].x - m[q]);
+      r[q] = {m[q], empty ? 0.f : alpha, empty ? 0.f : beta};
+    }
+  }
+
+  /// The vector at `values` of `count` consecutive partials (`stride` float4s apart) into x (nothing for
+  /// count 0).
+  PAGEDATTN_DEVICE static void LoadValues(const float4* values, int count, int stride, float4 (&x)[group_size])
+  {
 #pragma unroll
     for (int q = 0; q < group_size; ++q)
     {
       if (q >= count) { break; }
-      x[q] = arch::load_cg(reinterpret_cast<const float4*>(state.tile(segment, first + q).values) + v);
+      x[q] = arch::load_cg(values + q * stride);
     }
-    return count;
   }
 
-  /// Load the statistics (max score, exp sum) of head item % heads_ of every partition of group
-  /// item / heads_ into s (the segment's statistics are [partition][state.heads] float2), padded with the
-  /// empty partial's (-inf, 0); returns how many were loaded (0 for no item).
-  PAGEDATTN_DEVICE int LoadGroupStats(const PartitionTileState& state, int segment, int parts, int item, int group_heads,
-                                      float2 (&s)[group_size]) const
+  /// The statistics (max score, exp sum) at `stats` of `count` consecutive partials (`heads` float2s
+  /// apart) into s, padded with the empty partial's (-inf, 0).
+  PAGEDATTN_DEVICE static void LoadStats(const float2* stats, int count, int heads, float2 (&s)[group_size])
   {
-    const int g = item / heads_, h = item % heads_, first = g * group_size;
-    const int count = item < group_heads ? min(group_size, parts - first) : 0;
-    const float2* stats = reinterpret_cast<const float2*>(state.tile(segment, 0).stats) + h;
 #pragma unroll
-    for (int q = 0; q < group_size; ++q) { s[q] = q < count ? arch::load_cg(stats + (first + q) * state.heads) : make_float2(-INFINITY, 0.f); }
-    return count;
+    for (int q = 0; q < group_size; ++q) { s[q] = q < count ? arch::load_cg(stats + q * heads) : make_float2(-INFINITY, 0.f); }
   }
 };
 
