@@ -60,6 +60,7 @@ public:
     const float4* pair_values;      ///< its vector in the group's first partial; partial q at + q * value_stride
     int item_count, item_group, item_head; ///< this thread's first (group, head) item (count 0: none)
     const float2* item_stats;       ///< its head's statistics in the group's first partial; q at + q * heads
+    int step_group, step_head;      ///< its first (group > 0, head) of the groups' factors (phase 2b)
     int value_stride;               ///< float4s from one tile's values to the next
   };
 
@@ -109,6 +110,9 @@ public:
       plan.item_count = min(group_size, num_partitions - plan.item_group * group_size);
       plan.item_stats = reinterpret_cast<const float2*>(first.stats) + plan.item_group * group_size * state.heads + plan.item_head;
     }
+    const int step_item = BlockThreads - 1 - static_cast<int>(threadIdx.x); // 2b counts from the last thread
+    plan.step_group = 1 + step_item / heads_;
+    plan.step_head = step_item % heads_;
     return plan;
   }
 
@@ -148,16 +152,17 @@ public:
       }
       SoftmaxRescale r[group_size];
       GroupFactors(s, r);
+      // Branch-free, so that the steps' exponentials overlap: every step's factors are stored (a padding
+      // step's slot, past the group's end, is never read), and the exp sum and the maximum take a step only
+      // inside the group.
       float group_max = s[0].x, l = s[0].y;
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        if (q < stat_count)
-        {
-          temp_.step[g * group_size + q][h] = r[q];
-          l = rescaled_sum(r[q], l, s[q].y);
-          group_max = r[q].max_score;
-        }
+        temp_.step[g * group_size + q][h] = r[q];
+        const bool inside = q < stat_count;
+        l = inside ? rescaled_sum(r[q], l, s[q].y) : l;
+        group_max = inside ? r[q].max_score : group_max;
       }
       temp_.group_stats[g][h] = make_float2(group_max, l);
       if (item == 0) { PAGEDATTN_TRACE_POINT(15); }
@@ -200,7 +205,12 @@ public:
     //     maximum recomputed from the group maxima, so that no thread waits on another's chain)
     for (int item = BlockThreads - 1 - threadIdx.x; item < (plan.groups - 1) * heads_; item += BlockThreads)
     {
-      const int g = 1 + item / heads_, h = item % heads_;
+      int g = plan.step_group, h = plan.step_head;
+      if (item != BlockThreads - 1 - static_cast<int>(threadIdx.x)) // a later item (more than BlockThreads of them)
+      {
+        g = 1 + item / heads_;
+        h = item % heads_;
+      }
       float m = temp_.group_stats[0][h].x;
       for (int k = 1; k < g; ++k) { m = running_max(m, temp_.group_stats[k][h].x); }
       temp_.group_step[g][h] = softmax_rescale(m, temp_.group_stats[g][h].x);
