@@ -3,7 +3,8 @@
 // against an fp64 CPU reference, timed cold (L2 flushed) and hot, and compared with the device's copy
 // bandwidth measured in the same run.
 //
-//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16] [--quick]
+//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
+//       (--shape: only the rows of the table named, e.g. 1x16384@24/4/256; for profiling one launch)
 //
 // Exit status: 0 if every row passed its accuracy check, 1 otherwise (the JSON is written either way),
 // 2 for bad arguments.
@@ -12,6 +13,7 @@
 #include "../examples/support/paged_decode_problem.cuh"
 #include "bench_json.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -41,6 +43,7 @@ constexpr int reference_pairs = 4;
 struct Options {
   std::string json, commit = "unknown", dtype = "fp16";
   bool quick = false;
+  std::vector<std::string> only; ///< --shape: the rows to run (all when empty)
 };
 
 struct Row {
@@ -51,7 +54,7 @@ struct Row {
 
 [[noreturn]] void usage(const char* argv0)
 {
-  std::fprintf(stderr, "usage: %s --json PATH --commit SHA [--dtype fp16|bf16] [--quick]\n", argv0);
+  std::fprintf(stderr, "usage: %s --json PATH --commit SHA [--dtype fp16|bf16] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n", argv0);
   std::exit(2);
 }
 
@@ -66,6 +69,7 @@ Options parse(int argc, char** argv)
     else if (a == "--commit" && has_value) { o.commit = argv[++i]; }
     else if (a == "--dtype" && has_value) { o.dtype = argv[++i]; }
     else if (a == "--quick") { o.quick = true; }
+    else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
   }
   if (o.json.empty() || (o.dtype != "fp16" && o.dtype != "bf16")) { usage(argv[0]); }
@@ -138,12 +142,23 @@ int run(const Options& o)
   std::printf("%-10s %-6s %5s %11s %11s %9s %7s %9s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
               "rel_err", "check");
 
+  auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
+  for (const std::string& wanted : o.only)
+  {
+    if (std::none_of(std::begin(shapes), std::end(shapes), [&](const BenchShape& b) { return row_name(b) == wanted; }))
+    {
+      std::fprintf(stderr, "--shape %s: no such row (rows are named like 1x16384@24/4/256)\n", wanted.c_str());
+      return 2;
+    }
+  }
+
   const paged_decode::L2Flush flush;
   cudaStream_t stream = nullptr;
   PAGEDATTN_CHECK(cudaStreamCreate(&stream));
   std::vector<Row> rows;
   for (const BenchShape& b : shapes)
   {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
     const Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
     std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %s\n", shape_name(b).c_str(), heads_name(b).c_str(), b.head_dim,
                 r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED");

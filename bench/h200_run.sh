@@ -7,7 +7,8 @@
 #   3. run compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test binary
 #      (with PAGEDATTN_TEST_REDUCED=1, the reduced matrix);
 #   4. run the example and the benchmarks (pagedattn, the seed Triton kernel when .seed/ has it), merged
-#      into h200.json and h200.png, and the timeline tool (trace_decode, its log only);
+#      into h200.json and h200.png, the timeline tool (trace_decode, its log only) and Nsight Compute on
+#      the latency-bound shapes (h200-ncu.txt);
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 set -uo pipefail
@@ -86,6 +87,21 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
 [ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)
   run_step trace_decode 120 "$BUILD/bench/trace_decode"
+# Nsight Compute on one launch of each latency-bound shape (and 64x4096, which meets its target, beside
+# them): the kernel's own duration, the bytes it moved, how busy DRAM was over the kernel, and where the
+# warps stalled. The details go to logs/, a table of the key metrics to h200-ncu.txt.
+if [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
+  log "ncu"
+  for shape in 1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256; do
+    tag=$(echo "$shape" | tr '@/' '__')
+    timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section LaunchStats --section Occupancy -k regex:paged_attention_kernel --launch-skip 3 --launch-count 1 \
+      -o "/tmp/ncu-$tag" -f "$BUILD/bench/bench_decode" --quick --json /tmp/ncu-bench.json --shape "$shape" >"$LOGS/ncu-run-$tag.txt" 2>&1
+    ncu --import "/tmp/ncu-$tag.ncu-rep" --page details >"$LOGS/ncu-$tag.txt" 2>&1
+    ncu --import "/tmp/ncu-$tag.ncu-rep" --page raw --csv >"$LOGS/ncu-raw-$tag.csv" 2>&1
+  done
+  python3 bench/ncu_summary.py "$LOGS" "$commit" "$gpu" >"$OUT/h200-ncu.txt" 2>&1; cat "$OUT/h200-ncu.txt"
+fi
 for b in "$BUILD"/bench/bench_*; do # any other benchmark: its JSON beside its log
   name=$(basename "$b")
   case "$name" in bench_decode | bench_combine | bench_policies) continue ;; esac # policies: a tuning tool, run by hand
