@@ -14,7 +14,8 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 BUILD=${1:-build-h200}
-mkdir -p "$OUT"
+LOGS="$OUT/logs"
+mkdir -p "$OUT" "$LOGS"
 log() { echo "[h200_run] $*"; }
 
 # A carried build always replaces what a warm machine kept from an earlier call (a stale build would run
@@ -24,9 +25,9 @@ if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
   log "no carried build: configuring one here"
   catch2_dir=$PWD/.deps/catch2/usr/lib/cmake/Catch2
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DCatch2_DIR="$catch2_dir" -DPAGEDATTN_BUILD_EXAMPLES=ON -DPAGEDATTN_BUILD_BENCH=ON >"$OUT/configure.txt" 2>&1 \
-    || { log "configure failed"; tail -30 "$OUT/configure.txt"; exit 1; }
-  cmake --build "$BUILD" -j "$(nproc)" >"$OUT/build.txt" 2>&1 || { log "build failed"; tail -30 "$OUT/build.txt"; exit 1; }
+        -DCatch2_DIR="$catch2_dir" -DPAGEDATTN_BUILD_EXAMPLES=ON -DPAGEDATTN_BUILD_BENCH=ON >"$LOGS/configure.txt" 2>&1 \
+    || { log "configure failed"; tail -30 "$LOGS/configure.txt"; exit 1; }
+  cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.txt" 2>&1 || { log "build failed"; tail -30 "$LOGS/build.txt"; exit 1; }
   git rev-parse HEAD >"$BUILD/COMMIT" 2>/dev/null || echo unknown >"$BUILD/COMMIT"
   echo "$PWD" >"$BUILD/SOURCE_DIR"
 fi
@@ -38,7 +39,6 @@ if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" &&
 
 # The install-consumer test calls the cmake that configured the build (/usr/bin/cmake here).
 if [ ! -x /usr/bin/cmake ] && command -v cmake >/dev/null; then ln -s "$(command -v cmake)" /usr/bin/cmake; fi
-LOGS="$OUT/logs"; mkdir -p "$LOGS"
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 log "device: $gpu; commit $commit"
