@@ -8,6 +8,7 @@
 //   Iluvatar BI-V100 (__ILUVATAR__): 64-lane warps, no inline PTX, no __nanosleep; volatile accesses plus
 //                    __threadfence() give the ordering (see docs/architecture.md, "Portability").
 #include <cstdint>
+#include <type_traits>
 
 #include <pagedattn/config.cuh>
 
@@ -16,14 +17,13 @@ namespace pagedattn {
 #if defined(__ILUVATAR__)
 /// Threads in a hardware warp.
 inline constexpr int warp_threads = 64;
-/// Mask type of the *_sync intrinsics.
-using lane_mask_t = unsigned long long;
-inline constexpr lane_mask_t full_lane_mask = ~0ull;
 #else
 inline constexpr int warp_threads = 32;
-using lane_mask_t = unsigned;
-inline constexpr lane_mask_t full_lane_mask = 0xffffffffu;
 #endif
+
+/// A set of lanes of the hardware warp, bit i for lane i (what arch::ballot returns).
+using lane_mask_t = std::conditional_t<warp_threads == 64, unsigned long long, unsigned>;
+static_assert(sizeof(lane_mask_t) * 8 >= warp_threads, "lane_mask_t holds a bit per lane");
 
 /// log2 of the hardware warp width.
 inline constexpr int log2_warp_threads = warp_threads == 64 ? 6 : 5;
@@ -41,6 +41,26 @@ namespace arch {
 PAGEDATTN_DEVICE int lane_id() { return static_cast<int>(threadIdx.x) & (warp_threads - 1); }
 /// Warp index inside a 1-D thread block.
 PAGEDATTN_DEVICE int warp_id() { return static_cast<int>(threadIdx.x) / warp_threads; }
+
+// ---- the toolkit's lane masks ------------------------------------------------------------------------
+// The *_sync intrinsics take a mask of the toolkit's own type: 32 bits in NVIDIA's and clang's CUDA headers,
+// and on a 64-lane SDK whatever it declares. The library never narrows a 64-bit mask into it (that would
+// silently drop lanes 32-63): it passes all ones of the toolkit's type, and builds a ballot from
+// shuffles where the toolkit's ballot is narrower than the warp (ballot below).
+namespace detail {
+template <class Result, class Mask, class Predicate>
+Mask sync_mask_parameter(Result (*)(Mask, Predicate));
+/// The mask type of the toolkit's *_sync intrinsics (deduced from __ballot_sync's declaration).
+using sdk_lane_mask_t = decltype(sync_mask_parameter(&__ballot_sync));
+/// The type the toolkit's __ballot_sync returns.
+using sdk_ballot_t = decltype(__ballot_sync(sdk_lane_mask_t{}, 0));
+static_assert(std::is_integral_v<sdk_lane_mask_t> && std::is_integral_v<sdk_ballot_t>, "integral lane masks");
+} // namespace detail
+
+/// Every lane, in the toolkit's mask type.
+inline constexpr detail::sdk_lane_mask_t full_lane_mask = static_cast<detail::sdk_lane_mask_t>(~detail::sdk_lane_mask_t{0});
+/// Whether the toolkit's ballot has a bit for every lane (else ballot() is built from shuffles).
+inline constexpr bool native_ballot = sizeof(detail::sdk_ballot_t) * 8 >= warp_threads;
 
 // ---- shuffles (every lane of the hardware warp must call them; `width` splits the warp into logical
 //      warps of that many lanes, each shuffling only inside itself) -------------------------------------
@@ -63,16 +83,30 @@ PAGEDATTN_DEVICE T shfl_idx(T value, int src_lane, int width = warp_threads)
 // ---- votes -----------------------------------------------------------------------------------------
 PAGEDATTN_DEVICE bool all_lanes(bool predicate) { return __all_sync(full_lane_mask, predicate); }
 PAGEDATTN_DEVICE bool any_lane(bool predicate) { return __any_sync(full_lane_mask, predicate); }
+
+namespace detail {
+/// A ballot whatever the width of the toolkit's: each lane contributes its bit, and an xor butterfly of
+/// shuffles ORs them together (log2(warp_threads) shuffles of a lane_mask_t).
+PAGEDATTN_DEVICE lane_mask_t ballot_by_shuffles(bool predicate)
+{
+  lane_mask_t bits = predicate ? lane_mask_t(1) << lane_id() : lane_mask_t(0);
+#pragma unroll
+  for (int mask = 1; mask < warp_threads; mask *= 2) { bits |= shfl_xor(bits, mask); }
+  return bits;
+}
+} // namespace detail
+
 /// Bit i set when lane i's predicate holds.
-PAGEDATTN_DEVICE lane_mask_t ballot(bool predicate) { return __ballot_sync(full_lane_mask, predicate); }
+PAGEDATTN_DEVICE lane_mask_t ballot(bool predicate)
+{
+  if constexpr (native_ballot) { return static_cast<lane_mask_t>(__ballot_sync(full_lane_mask, predicate)); }
+  else { return detail::ballot_by_shuffles(predicate); }
+}
 /// Lowest set lane of a non-zero mask.
 PAGEDATTN_DEVICE int lowest_lane(lane_mask_t mask)
 {
-#if defined(__ILUVATAR__)
-  return __ffsll(static_cast<long long>(mask)) - 1;
-#else
-  return __ffs(static_cast<int>(mask)) - 1;
-#endif
+  if constexpr (sizeof(lane_mask_t) == 8) { return __ffsll(static_cast<long long>(mask)) - 1; }
+  else { return __ffs(static_cast<int>(mask)) - 1; }
 }
 /// Mask of the lanes below `lane`.
 PAGEDATTN_DEVICE lane_mask_t lanes_below(int lane) { return (lane_mask_t(1) << lane) - 1; }

@@ -1,10 +1,13 @@
 #pragma once
 // Element types of the query, caches and output (fp16, bf16, fp32), their conversions to fp32 and the
-// 16-byte vector that a cache load moves (vLLM's x = 16 bytes / element size).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// 16-byte vector that a cache load moves (vLLM's x = 16 bytes / element size). bf16 only where the
+// toolkit has it (PAGEDATTN_HAS_BF16, config.cuh).
 #include <pagedattn/config.cuh>
+
+#include <cuda_fp16.h>
+#if PAGEDATTN_HAS_BF16
+#  include <cuda_bf16.h>
+#endif
 
 namespace pagedattn {
 
@@ -18,12 +21,14 @@ struct ElementTraits<__half> {
   static PAGEDATTN_HOST_DEVICE __half from_float(float v) { return __float2half_rn(v); }
 };
 
+#if PAGEDATTN_HAS_BF16
 template <>
 struct ElementTraits<__nv_bfloat16> {
   static constexpr const char* name = "bf16";
   static PAGEDATTN_HOST_DEVICE float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
   static PAGEDATTN_HOST_DEVICE __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 };
+#endif
 
 template <>
 struct ElementTraits<float> {

@@ -179,3 +179,59 @@ TEST_CASE("WarpDotProduct: QK scores of one logical warp per token", "[warp][gpu
   check_dot<8, 8>(rng);   // head 64
   check_dot<4, 2>(rng);
 }
+
+namespace {
+
+/// Per warp: the native ballot, the shuffle-built one (what 64-lane builds use where the toolkit's ballot
+/// is narrower than the warp), the lowest set lane and the lanes below it.
+__global__ void ballot_kernel(const int* predicates, pagedattn::lane_mask_t* native, pagedattn::lane_mask_t* by_shuffles, int* lowest)
+{
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const bool p = predicates[tid] != 0;
+  const pagedattn::lane_mask_t a = pagedattn::arch::ballot(p);
+  const pagedattn::lane_mask_t b = pagedattn::arch::detail::ballot_by_shuffles(p);
+  const int warp = tid / pagedattn::warp_threads;
+  if (pagedattn::arch::lane_id() == 0)
+  {
+    native[warp] = a;
+    by_shuffles[warp] = b;
+    lowest[warp] = a ? pagedattn::arch::lowest_lane(a) : -1;
+  }
+}
+
+} // namespace
+
+TEST_CASE("arch::ballot: native and shuffle-built ballots agree with the host, lowest_lane", "[warp][gpu]")
+{
+  test::require_gpu_or_skip();
+  using mask_t = pagedattn::lane_mask_t;
+  constexpr int warps = 64;
+  constexpr int n = warps * pagedattn::warp_threads;
+  std::mt19937_64 rng(test::test_seed());
+  std::vector<int> pred(n);
+  for (int w = 0; w < warps; ++w) // densities from none to all lanes
+  {
+    std::bernoulli_distribution bit(w / double(warps - 1));
+    for (int l = 0; l < pagedattn::warp_threads; ++l) { pred[w * pagedattn::warp_threads + l] = bit(rng) ? 1 : 0; }
+  }
+  test::DeviceBuffer<int> d_pred(pred);
+  test::DeviceBuffer<mask_t> d_native(warps), d_shuffles(warps);
+  test::DeviceBuffer<int> d_lowest(warps);
+  ballot_kernel<<<warps / 4, 4 * pagedattn::warp_threads>>>(d_pred.get(), d_native.get(), d_shuffles.get(), d_lowest.get());
+  CUDA_CHECK_LAUNCH();
+  const auto native = d_native.download(), shuffles = d_shuffles.download();
+  const auto lowest = d_lowest.download();
+  for (int w = 0; w < warps; ++w)
+  {
+    mask_t expected = 0;
+    int first = -1;
+    for (int l = pagedattn::warp_threads - 1; l >= 0; --l)
+    {
+      if (pred[w * pagedattn::warp_threads + l]) { expected |= mask_t(1) << l, first = l; }
+    }
+    INFO("warp " << w);
+    CHECK(native[w] == expected);
+    CHECK(shuffles[w] == expected);
+    CHECK(lowest[w] == first);
+  }
+}

@@ -38,7 +38,10 @@ public:
   static constexpr int v_copies = (HeadDim + v_dims_per_pass - 1) / v_dims_per_pass;
   static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
-  static_assert(warp_threads == tile_tokens, "one lane per token");
+  // Dependent on T, so checked per instantiation: 64-lane builds (BI-V100) read this header but never
+  // instantiate the tensor-core path, and compilers that check non-dependent assertions when they read a
+  // template (clang 16, CoreX's compiler) would reject the whole library.
+  static_assert(dependent_value<T>(warp_threads) == tile_tokens, "one lane per token");
   static_assert(v_dims_per_pass % 8 == 0, "a V pass keeps each dim's swizzle");
 
   struct alignas(16) Storage {

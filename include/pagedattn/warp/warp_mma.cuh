@@ -12,13 +12,10 @@
 // rows (16 bytes each) of 8x8 matrix i, and lane (g, q) receives row g, elements 2q .. 2q+1 of matrix i
 // in register i. With matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
 // (rows 8-15, k 8-15) that is exactly a0 .. a3.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
 #include <type_traits>
 
-#include <pagedattn/config.cuh>
+#include <pagedattn/util_type.cuh>
 
 namespace pagedattn {
 
@@ -33,6 +30,7 @@ PAGEDATTN_DEVICE void mma_m16n8k16(float (&c)[4], std::uint32_t a0, std::uint32_
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
+#  if PAGEDATTN_HAS_BF16
   else
   {
     static_assert(std::is_same_v<T, __nv_bfloat16>, "mma_m16n8k16: fp16 or bf16 operands");
@@ -40,6 +38,7 @@ PAGEDATTN_DEVICE void mma_m16n8k16(float (&c)[4], std::uint32_t a0, std::uint32_
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
+#  endif
 #else
   (void)c; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
   __trap(); // the dispatch never selects the tensor-core path below sm_80

@@ -172,6 +172,35 @@ inline constexpr bool policy_one_wave_combine = false;
 template <class Policy>
 inline constexpr bool policy_one_wave_combine<Policy, std::void_t<decltype(Policy::one_wave_combine)>> = Policy::one_wave_combine;
 
+/// Make `smem` bytes of dynamic shared memory available to `kernel`, or fail (naming the policy and the
+/// head size) when the device offers less; nothing is launched then. No size is assumed: BI-V100's limit
+/// is read from the device (CoreX offers no opt-in beyond it); NVIDIA GPUs since sm_70 give every kernel
+/// 48 KB and more on opt-in, up to cudaDevAttrMaxSharedMemoryPerBlockOptin.
+template <class Kernel>
+cudaError_t reserve_shared_memory(Kernel kernel, std::size_t smem, const char* policy_name, int head_dim)
+{
+#if defined(__ILUVATAR__)
+  constexpr bool needs_opt_in = false;
+  constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlock;
+#else
+  const bool needs_opt_in = smem > 48 * 1024;
+  if (!needs_opt_in) { return cudaSuccess; }
+  constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlockOptin;
+#endif
+  int device = 0, limit = 0;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&limit, limit_attribute, device), "cudaDeviceGetAttribute(shared memory per block)"));
+  if (static_cast<std::size_t>(limit) < smem)
+  {
+    return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + policy_name + " needs " + std::to_string(smem) +
+                                                   " bytes of shared memory per block, the device allows " + std::to_string(limit) +
+                                                   " (head_size " + std::to_string(head_dim) + ")");
+  }
+  if (!needs_opt_in) { return cudaSuccess; }
+  return check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
 template <class T, class PolicyChain, class Policy, int HeadDim, int MaxHeads>
 cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape, cudaStream_t stream)
 {
@@ -179,21 +208,7 @@ cudaError_t launch(const PagedAttentionParams<T>& base_params, LaunchShape shape
   constexpr std::size_t smem = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   auto kernel = paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>;
   PagedAttentionParams<T> params = base_params;
-  if constexpr (smem > 48 * 1024)
-  {
-    int device = 0, optin = 0;
-    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
-    PAGEDATTN_RETURN_IF_ERROR(
-        check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
-    if (static_cast<std::size_t>(optin) < smem)
-    {
-      return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + Policy::name + " needs " +
-                                                     std::to_string(smem) + " bytes of shared memory per block, the device allows " +
-                                                     std::to_string(optin) + " (head_size " + std::to_string(HeadDim) + ")");
-    }
-    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-                                         "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
-  }
+  PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(kernel, smem, Policy::name, HeadDim));
 #if defined(__ILUVATAR__)
   if (shape.state_words) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(shape, stream)); }
   kernel<<<shape.grid, Policy::block_threads, smem, stream>>>(params);
@@ -366,7 +381,9 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
 
   int sm_count = 0, cooperative = 0;
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+#if !defined(__ILUVATAR__) // BI-V100 has no cooperative launches (the launch never asks for one): no query
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute"));
+#endif
 
   return PolicyChain::invoke(major * 10 + minor, [&](auto policy) -> cudaError_t {
     using Policy = decltype(policy);

@@ -1,0 +1,44 @@
+// Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
+// linked): DevicePagedAttention::Decode for every element type (each instantiates every supported head
+// size and GQA tiling) and DeviceCombinePartials for every head size, with both algorithms.
+#include <pagedattn/pagedattn.cuh>
+
+static_assert(pagedattn::warp_threads == 64, "compile with -D__ILUVATAR__: this file checks the BI-V100 path");
+static_assert(sizeof(pagedattn::lane_mask_t) * 8 >= pagedattn::warp_threads, "a ballot has a bit per lane");
+
+namespace {
+
+template <class T>
+cudaError_t decode(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T>& args, cudaStream_t stream)
+{
+  return pagedattn::DevicePagedAttention::Decode(temp, bytes, args, stream);
+}
+
+template <int... HeadDims>
+cudaError_t combine_every_head_size(std::integer_sequence<int, HeadDims...>, void* temp, std::size_t& bytes, const float* stats,
+                                    const float* values, const int* counts, float* out, cudaStream_t stream)
+{
+  cudaError_t result = cudaSuccess;
+  for (const auto algorithm : {pagedattn::PartitionCombineAlgorithm::single_pass, pagedattn::PartitionCombineAlgorithm::two_kernel})
+  {
+    ((result = pagedattn::DeviceCombinePartials::Combine<HeadDims>(temp, bytes, stats, values, counts, out, 1, 2, 1, stream, algorithm)),
+     ...);
+  }
+  return result;
+}
+
+} // namespace
+
+/// Referenced, so that every template above is instantiated (its result is never looked at).
+cudaError_t biv100_instantiations(void* temp, std::size_t& bytes, cudaStream_t stream)
+{
+  const cudaError_t results[] = {
+    decode(temp, bytes, pagedattn::DecodeArguments<__half>{}, stream),
+    decode(temp, bytes, pagedattn::DecodeArguments<float>{}, stream),
+#if PAGEDATTN_HAS_BF16
+    decode(temp, bytes, pagedattn::DecodeArguments<__nv_bfloat16>{}, stream),
+#endif
+    combine_every_head_size(pagedattn::SupportedHeadDims{}, temp, bytes, nullptr, nullptr, nullptr, nullptr, stream),
+  };
+  return results[0];
+}
