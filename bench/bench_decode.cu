@@ -3,7 +3,7 @@
 // against an fp64 CPU reference, timed cold (L2 flushed) and hot, and compared with the device's copy
 // bandwidth measured in the same run.
 //
-//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
+//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
 //       (--shape: only the rows of the table named, e.g. 1x16384@24/4/256; for profiling one launch)
 //
 // Exit status: 0 if every row passed its accuracy check, 1 otherwise (the JSON is written either way),
@@ -50,11 +50,22 @@ struct Row {
   BenchShape shape;
   double median_us, hot_us, bytes, gbps, pct_copy, rel_err;
   bool ok;
+  std::uint64_t output_fnv1a; ///< FNV-1a of the output's bytes: equal across builds iff the bits are
 };
+
+/// 64-bit FNV-1a of a buffer's bytes (the output fingerprint that shows two builds give the same bits).
+template <class T>
+std::uint64_t fnv1a(const std::vector<T>& v)
+{
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (std::size_t i = 0; i < v.size() * sizeof(T); ++i) { h = (h ^ p[i]) * 0x100000001b3ull; }
+  return h;
+}
 
 [[noreturn]] void usage(const char* argv0)
 {
-  std::fprintf(stderr, "usage: %s --json PATH --commit SHA [--dtype fp16|bf16] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n", argv0);
+  std::fprintf(stderr, "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n", argv0);
   std::exit(2);
 }
 
@@ -72,7 +83,7 @@ Options parse(int argc, char** argv)
     else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
   }
-  if (o.json.empty() || (o.dtype != "fp16" && o.dtype != "bf16")) { usage(argv[0]); }
+  if (o.json.empty() || (o.dtype != "fp16" && o.dtype != "bf16" && o.dtype != "fp32")) { usage(argv[0]); }
   return o;
 }
 
@@ -91,10 +102,11 @@ Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_d
 
   decode(); // the output starts as NaN: this launch's result is the one checked
   PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
-  const double rel_err = problem.max_relative_error(problem.download_output(), problem.sample_pairs(reference_pairs));
+  const std::vector<T> output = problem.download_output();
+  const double rel_err = problem.max_relative_error(output, problem.sample_pairs(reference_pairs));
   const double tolerance = std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3;
 
-  Row r{b, 0, 0, problem.bytes_moved(), 0, 0, rel_err, rel_err < tolerance};
+  Row r{b, 0, 0, problem.bytes_moved(), 0, 0, rel_err, rel_err < tolerance, fnv1a(output)};
   r.median_us = paged_decode::median_launch_us(decode, launches, stream, &flush);
   r.hot_us = paged_decode::median_hot_us(decode, launches, stream);
   r.gbps = r.bytes / (r.median_us * 1e3);
@@ -120,11 +132,12 @@ bool write_json(const Options& o, const char* device, double copy_gbps, int laun
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"rel_err\": %s, \"ok\": %s}%s\n",
+                 "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"output_fnv1a\": \"%016llx\"}%s\n",
                  shape_name(r.shape).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
                  r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.rel_err).c_str(),
-                 r.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
+                 r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a), i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, " ]\n}\n");
   return std::fclose(f) == 0;
@@ -139,8 +152,8 @@ int run(const Options& o)
   const double copy_gbps = paged_decode::device_copy_gbps();
   std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write); %s, block %d, %d launches per shape\n", prop.name,
               prop.multiProcessorCount, o.commit.c_str(), copy_gbps, o.dtype.c_str(), block_size, launches);
-  std::printf("%-10s %-6s %5s %11s %11s %9s %7s %9s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
-              "rel_err", "check");
+  std::printf("%-10s %-6s %5s %11s %11s %9s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
+              "rel_err", "check", "output FNV-1a");
 
   auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
   for (const std::string& wanted : o.only)
@@ -160,8 +173,9 @@ int run(const Options& o)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
     const Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
-    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %s\n", shape_name(b).c_str(), heads_name(b).c_str(), b.head_dim,
-                r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED");
+    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %-6s  %016llx\n", shape_name(b).c_str(), heads_name(b).c_str(),
+                b.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED",
+                static_cast<unsigned long long>(r.output_fnv1a));
     std::fflush(stdout);
     rows.push_back(r);
   }
@@ -190,5 +204,6 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "no CUDA device: bench_decode needs an NVIDIA GPU (sm_80 or newer)\n");
     return 1;
   }
+  if (o.dtype == "fp32") { return run<float>(o); } // the CUDA-core fold
   return o.dtype == "bf16" ? run<__nv_bfloat16>(o) : run<__half>(o);
 }
