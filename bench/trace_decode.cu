@@ -12,7 +12,7 @@
 
 #include <cstdio>
 
-__device__ unsigned long long trace_ns[1 << 16][18];
+__device__ unsigned long long trace_ns[1 << 16][21]; // [block][pagedattn::TracePoint]
 __device__ unsigned trace_sm[1 << 16];
 __device__ __forceinline__ unsigned sm_id()
 {
@@ -24,8 +24,8 @@ __device__ __forceinline__ unsigned sm_id()
   do {                                                                                                          \
     if (threadIdx.x == 0 && blockIdx.x < (1u << 16))                                                            \
     {                                                                                                           \
-      trace_ns[blockIdx.x][point] = pagedattn::arch::global_timer_ns();                                         \
-      if ((point) == 0) { trace_sm[blockIdx.x] = sm_id(); }                                                     \
+      trace_ns[blockIdx.x][static_cast<int>(point)] = pagedattn::arch::global_timer_ns();                      \
+      if ((point) == pagedattn::TracePoint::block_start) { trace_sm[blockIdx.x] = sm_id(); }                  \
     }                                                                                                           \
   } while (0)
 
@@ -36,7 +36,7 @@ __device__ __forceinline__ unsigned sm_id()
     {                                                                                                           \
       unsigned dummy_;                                                                                          \
       asm volatile("mov.b32 %0, %1;" : "=r"(dummy_) : "f"(value));                                              \
-      trace_ns[blockIdx.x][point] = pagedattn::arch::global_timer_ns() + (dummy_ == 0x7fc00001u ? 1 : 0);        \
+      trace_ns[blockIdx.x][static_cast<int>(point)] = pagedattn::arch::global_timer_ns() + (dummy_ == 0x7fc00001u ? 1 : 0); \
     }                                                                                                           \
   } while (0)
 #include <pagedattn/device/device_paged_attention.cuh>
@@ -50,12 +50,13 @@ __device__ __forceinline__ unsigned sm_id()
 namespace {
 
 using HeadDims = std::integer_sequence<int, 128, 256>;
-constexpr int points = 18;
+constexpr int points = 21;
+static_assert(points == static_cast<int>(pagedattn::TracePoint::count), "one name per trace point");
 const char* const point_names[points] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
-                                         "aggregate stored", "group fold/barrier", "done", "fold: loads/stats",
-                                         "fold: factors/values", "fold: done", "group published", "looked back",
-                                         "final fold", "fold: slice start", "fold: item 0 stats", "fold: stats landed",
-                                         "fold: values landed"};
+                                         "aggregate stored", "group folded", "done", "fold: loads",
+                                         "fold: factors", "fold: done", "group published", "looked back",
+                                         "final fold", "slice: start", "slice: item 0 stats", "slice: stats landed",
+                                         "slice: values landed", "grid barrier", "slice: group stats", "slice: group values"};
 
 __global__ void empty_kernel() {}
 __global__ void grid_sync_kernel() { cooperative_groups::this_grid().sync(); }

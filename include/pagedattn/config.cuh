@@ -20,6 +20,32 @@
 
 namespace pagedattn {
 
+/// The steps of a thread block's decode that PAGEDATTN_TRACE_POINT marks, in the order a block meets them.
+enum class TracePoint : int {
+  block_start,             ///< the kernel's first instruction
+  tile_chosen,             ///< the block knows its (segment, partition)
+  block_ids_staged,        ///< tensor-core fold: the partition's block-table entries in shared memory
+  first_tile_landed,       ///< tensor-core fold: the first K/V tile in shared memory
+  partition_folded,        ///< the block's partial is complete
+  aggregate_stored,        ///< the partial is in global memory (look-back: and the group's arrival counted)
+  group_folded,            ///< look-back: the group's last arrival folded the group
+  block_done,              ///< the kernel's last instruction
+  fold_loads_landed,       ///< look-back fold of up to 9 partials: statistics and values loaded
+  fold_factors_done,       ///< look-back fold: every step's factors computed
+  fold_done,               ///< look-back fold: done
+  group_published,         ///< look-back: the group's aggregate published
+  looked_back,             ///< look-back: the nearest inclusive group found
+  final_fold_done,         ///< look-back: the inclusive value folded
+  slice_fold_started,      ///< one wave: the slice fold begins (after the grid barrier)
+  slice_first_group_stats, ///< one wave: the first (group, head) statistics folded
+  slice_stats_landed,      ///< one wave: the first statistics loaded (PAGEDATTN_TRACE_AFTER)
+  slice_values_landed,     ///< one wave: the first values loaded (PAGEDATTN_TRACE_AFTER)
+  grid_barrier_passed,     ///< one wave: every block of the grid has stored its aggregate
+  slice_group_stats_done,  ///< one wave: phase 1 (group statistics and step factors) done
+  slice_group_values_done, ///< one wave: phase 2 (group values and group factors) done
+  count
+};
+
 /// `value`, as an expression that depends on the template parameter T. A static_assert on a
 /// configuration constant (the warp width, say) inside a template is checked when the header is read
 /// unless it depends on a template parameter; this defers it to the instantiations that use the
@@ -30,14 +56,9 @@ __host__ __device__ constexpr V dependent_value(V value) { return value; }
 } // namespace pagedattn
 
 /// Timeline instrumentation (off by default): a translation unit that defines PAGEDATTN_TRACE_POINT(point)
-/// before including pagedattn gets a call at each numbered step of a thread block's decode (see
-/// bench/trace_decode.cu, which records %globaltimer per block). Points: 0 start, 1 tile chosen, 2 block
-/// ids staged, 3 first K/V tile landed, 4 partition folded, 5 aggregate stored (look-back: arrival
-/// counted), 6 group folded (one wave: grid barrier passed), 7 done; inside a fold: 8 loads landed
-/// (one wave: group statistics and factors), 9 factors (one wave: group values), 10 fold done; look-back:
-/// 11 group published, 12 looked back, 13 final fold done; one wave: 14 slice fold started, 15 its first
-/// group statistics folded. PAGEDATTN_TRACE_AFTER(point, value) marks a point once `value` (a float
-/// register) has arrived: one wave: 16 the first statistics loaded, 17 the first values loaded.
+/// (and PAGEDATTN_TRACE_AFTER(point, value)) before including pagedattn gets a call at each named step of
+/// a thread block's decode (a pagedattn::TracePoint below; bench/trace_decode.cu records %globaltimer per
+/// block). PAGEDATTN_TRACE_AFTER marks a point once `value` (a float register) has arrived.
 #ifndef PAGEDATTN_TRACE_POINT
 #define PAGEDATTN_TRACE_POINT(point) ((void)0)
 #endif

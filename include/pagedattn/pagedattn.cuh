@@ -1,20 +1,22 @@
 #pragma once
-// Umbrella header: the whole library.
+// Umbrella header: the whole library, level by level.
 #include <pagedattn/version.cuh>
+#include <pagedattn/config.cuh>
 #include <pagedattn/util_arch.cuh>
 #include <pagedattn/util_error.cuh>
 #include <pagedattn/util_type.cuh>
+#include <pagedattn/thread/thread_operators.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
+#include <pagedattn/thread/thread_attention_partial.cuh>
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
-#include <pagedattn/warp/warp_dot_product.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
-#include <pagedattn/block/attention_partial.cuh>
-#include <pagedattn/block/online_softmax_combine.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
+#include <pagedattn/grid/grid_barrier.cuh>
 #include <pagedattn/agent/partition_tile_state.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
-#include <pagedattn/agent/grid_barrier.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/agent/warp_tile_cuda_core.cuh>

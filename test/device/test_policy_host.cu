@@ -1,5 +1,5 @@
 // Host tests (CI) of the dispatch's host-side logic: the policies' static limits, the GQA head tiling,
-// the launch plan and the argument validation.
+// the launch plan, the combine decision and the argument validation.
 #include <pagedattn/device/device_paged_attention.cuh>
 
 #include "support/test_support.cuh"
@@ -22,7 +22,7 @@ void check_limits()
     const int limit = pagedattn::detail::partition_token_limit<Policy>(block_size);
     CHECK(limit >= 64);
     CHECK(limit % 32 == 0);
-    CHECK(limit / block_size <= pagedattn::policy_max_partition_blocks<Policy>); // the staged block ids suffice
+    CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
   }
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
   {
@@ -97,35 +97,20 @@ TEST_CASE("policies: shared memory within budget, threads a multiple of the warp
   CHECK_FALSE(pagedattn::detail::uses_tensor_cores<float, pagedattn::PagedAttentionPolicySm90>);
 }
 
-// A binary built for sm_80 only runs its sm_80 device code on Hopper while the host sizes shared memory
-// with the sm_90 policy (tuning_paged_attention.cuh): that must never give the kernel less than it uses.
-template <class T, int... HeadDims>
-void check_sm80_code_fits_sm90_launch(std::integer_sequence<int, HeadDims...>)
-{
-  using pagedattn::detail::paged_attention_smem_bytes;
-  const bool fits = ((paged_attention_smem_bytes<T, HeadDims, 8, pagedattn::PagedAttentionPolicySm80>() <=
-                      paged_attention_smem_bytes<T, HeadDims, 8, pagedattn::PagedAttentionPolicySm90>()) && ...);
-  CHECK(fits);
-}
-
-TEST_CASE("policies: sm_80 device code under the sm_90 host policy is safe", "[policy][host]")
+TEST_CASE("policies: sm_90 is sm_80 with a third of Hopper's shared memory per block", "[policy][host]")
 {
   using Sm80 = pagedattn::PagedAttentionPolicySm80;
   using Sm90 = pagedattn::PagedAttentionPolicySm90;
+  static_assert(std::is_base_of_v<Sm80, Sm90> && std::is_base_of_v<pagedattn::AgentPagedAttentionPolicy, Sm80>);
   CHECK(Sm80::block_threads == Sm90::block_threads);
-  CHECK(Sm80::tensor_cores == Sm90::tensor_cores);
-  CHECK(Sm80::min_blocks_per_sm <= Sm90::min_blocks_per_sm);
-  CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens); // with max_partition_blocks, limits ...
-  CHECK(pagedattn::policy_max_partition_blocks<Sm80> == pagedattn::policy_max_partition_blocks<Sm90>); // ... partitions and sizes
-                                                                                                         // the block-id staging
-  check_sm80_code_fits_sm90_launch<__half>(pagedattn::SupportedHeadDims{});
-  check_sm80_code_fits_sm90_launch<__nv_bfloat16>(pagedattn::SupportedHeadDims{});
-  check_sm80_code_fits_sm90_launch<float>(pagedattn::SupportedHeadDims{});
+  CHECK(Sm80::max_partition_tokens == Sm90::max_partition_tokens);
+  CHECK(Sm80::max_partition_blocks == Sm90::max_partition_blocks);
+  CHECK(Sm90::smem_budget_bytes == 227 * 1024 / 3); // three blocks per SM
 }
 
-TEST_CASE("policy chain: sm_90 from compute capability 9.0, sm_80 below", "[policy][host]")
+TEST_CASE("policy chain: sm_90 for code of PTX version 9.0 and later, sm_80 below", "[policy][host]")
 {
-  auto name = [](int cc) { return pagedattn::DefaultPagedAttentionPolicies::invoke(cc, [](auto p) { return std::string(p.name); }); };
+  auto name = [](int ptx) { return pagedattn::DefaultPagedAttentionPolicies::invoke(ptx, [](auto p) { return std::string(p.name); }); };
   CHECK(name(80) == "sm80");
   CHECK(name(86) == "sm80");
   CHECK(name(89) == "sm80");
@@ -248,29 +233,54 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
 }
 
 namespace {
-/// A policy written before max_partition_blocks existed: it stages max_partition_tokens / 8 block ids, so
-/// every block size allows max_partition_tokens.
-struct PartitionTokensOnly {
-  static constexpr int max_partition_tokens = 2048;
-};
-struct PartitionTokensAndBlocks {
+/// A caller's policy: it overrides the partition length and inherits the rest.
+struct LongPartitions : pagedattn::AgentPagedAttentionPolicy {
   static constexpr int max_partition_tokens = 2048;
   static constexpr int max_partition_blocks = 64;
 };
 } // namespace
 
-TEST_CASE("policies: max_partition_blocks is optional", "[policy][host]")
+TEST_CASE("policies: a policy derived from AgentPagedAttentionPolicy inherits its defaults", "[policy][host]")
 {
-  CHECK(pagedattn::policy_max_partition_blocks<PartitionTokensOnly> == 2048 / 8);
+  CHECK(LongPartitions::block_threads == pagedattn::AgentPagedAttentionPolicy::block_threads);
+  CHECK_FALSE(LongPartitions::tensor_cores);
+  CHECK_FALSE(LongPartitions::one_wave_combine);
+  check_all_types<LongPartitions>();
+  // The limit is the smaller of max_partition_tokens and max_partition_blocks cache blocks.
+  CHECK(pagedattn::detail::partition_token_limit<LongPartitions>(8) == 512);
+  CHECK(pagedattn::detail::partition_token_limit<LongPartitions>(16) == 1024);
+  CHECK(pagedattn::detail::partition_token_limit<LongPartitions>(32) == 2048);
+  // The base's defaults allow its max_partition_tokens at every block size.
   for (int block_size : pagedattn::supported_block_sizes)
   {
-    CHECK(pagedattn::detail::partition_token_limit<PartitionTokensOnly>(block_size) == 2048);
+    CHECK(pagedattn::detail::partition_token_limit<pagedattn::AgentPagedAttentionPolicy>(block_size) ==
+          pagedattn::AgentPagedAttentionPolicy::max_partition_tokens);
   }
-  // With the member, the limit is the smaller of the two.
-  CHECK(pagedattn::policy_max_partition_blocks<PartitionTokensAndBlocks> == 64);
-  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(8) == 512);
-  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(16) == 1024);
-  CHECK(pagedattn::detail::partition_token_limit<PartitionTokensAndBlocks>(32) == 2048);
+}
+
+TEST_CASE("combine decision: one wave when every block is resident and the slice fold takes the segments", "[policy][host]")
+{
+  using pagedattn::detail::CombineKind;
+  using pagedattn::detail::choose_combine;
+  using P = pagedattn::PagedAttentionPolicySm90;
+  auto a = valid_arguments(); // 2 sequences x 4 KV heads = 8 segments
+  a.max_seq_len = 1000;
+  a.max_blocks_per_seq = 1000 / 16 + 1;
+  const auto plan = pagedattn::detail::make_plan<P>(a, 132); // 32 partitions of 32 tokens: 256 blocks
+  REQUIRE(plan.grid == 256);
+  CHECK(plan.combine == CombineKind::look_back); // until decided
+  CHECK(choose_combine(plan, 3 * 132) == CombineKind::one_wave);
+  CHECK(choose_combine(plan, 256) == CombineKind::one_wave);
+  CHECK(choose_combine(plan, 255) == CombineKind::look_back); // a block would wait for a wave
+  CHECK(choose_combine(plan, 0) == CombineKind::look_back);   // no cooperative launch (kernel, policy or device)
+  a.partition_tokens = 32;
+  a.max_seq_len = 32 * (pagedattn::one_wave_max_partitions + 1);
+  a.max_blocks_per_seq = a.max_seq_len / 16;
+  a.num_seqs = 1;
+  const auto long_plan = pagedattn::detail::make_plan<P>(a, 132);
+  CHECK(choose_combine(long_plan, 1u << 30) == CombineKind::look_back); // more partitions than the slice fold stages
+  a.max_seq_len = 32;
+  CHECK(choose_combine(pagedattn::detail::make_plan<P>(a, 132), 1u << 30) == CombineKind::single_partition);
 }
 
 TEST_CASE("validation: each bad argument is named", "[policy][host]")
@@ -278,10 +288,10 @@ TEST_CASE("validation: each bad argument is named", "[policy][host]")
   using pagedattn::SupportedHeadDims;
   auto expect = [](pagedattn::DecodeArguments<__half> a, const char* name) {
     INFO("argument " << name);
-    CHECK(pagedattn::detail::validate<__half, SupportedHeadDims>(a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::detail::validate_arguments<__half, SupportedHeadDims>(a) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find(name) != std::string::npos);
   };
-  CHECK(pagedattn::detail::validate<__half, SupportedHeadDims>(valid_arguments()) == cudaSuccess);
+  CHECK(pagedattn::detail::validate_arguments<__half, SupportedHeadDims>(valid_arguments()) == cudaSuccess);
   { auto a = valid_arguments(); a.query = nullptr; expect(a, "query"); }
   { auto a = valid_arguments(); a.partition_tokens = -32; expect(a, "partition_tokens"); }
   { auto a = valid_arguments(); a.output = nullptr; expect(a, "output"); }
@@ -302,7 +312,7 @@ TEST_CASE("validation: each bad argument is named", "[policy][host]")
     using Only256 = std::integer_sequence<int, 256>;
     auto a = valid_arguments();
     a.head_size = 128; // supported by the library, not by this instantiation
-    CHECK(pagedattn::detail::validate<__half, Only256>(a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::detail::validate_arguments<__half, Only256>(a) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find("head_size 128") != std::string::npos);
   }
 }

@@ -13,9 +13,10 @@
 // counter is incremented. A sequence whose seq_len is negative, exceeds max_seq_len or exceeds its block
 // table gets a NaN output without any cache access.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
-#include <pagedattn/agent/grid_barrier.cuh>
+#include <pagedattn/grid/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 
@@ -32,6 +33,7 @@ template <class T, class Policy>
 inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32;
 } // namespace detail
 
+/// Policy: an AgentPagedAttentionPolicy (or a struct derived from it).
 template <class T, int HeadDim, int MaxHeads, class Policy>
 class AgentPagedAttention {
 public:
@@ -85,7 +87,7 @@ public:
 
   PAGEDATTN_DEVICE void Run()
   {
-    PAGEDATTN_TRACE_POINT(0);
+    PAGEDATTN_TRACE_POINT(TracePoint::block_start);
     // ---- which tile ---------------------------------------------------------------------------------
     if (threadIdx.x == 0)
     {
@@ -97,7 +99,7 @@ public:
       else { temp_.ticket = blockIdx.x; }
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(1);
+    PAGEDATTN_TRACE_POINT(TracePoint::tile_chosen);
     const TileCoordinates tile = tile_of_ticket(temp_.ticket, p_.max_partitions);
     const int head_tile = tile.segment % p_.head_tiles;
     const int kv_head = (tile.segment / p_.head_tiles) % p_.num_kv_heads;
@@ -132,7 +134,7 @@ public:
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
-    PAGEDATTN_TRACE_POINT(4);
+    PAGEDATTN_TRACE_POINT(TracePoint::partition_folded);
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);
@@ -169,12 +171,12 @@ private:
     SliceCombine slice(temp_.slice(), heads);
     if (num_partitions > 1) { slice.StoreAggregate(p_.state, tile.segment, tile.partition, own.stats, own.values); }
     else { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
-    PAGEDATTN_TRACE_POINT(5);
+    PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     const GridBarrier::Token arrival = GridBarrier::Arrive();
     typename SliceCombine::Plan plan{}; // worked out while the other blocks arrive
     if (num_partitions > 1) { plan = slice.MakePlan(p_.state, tile.segment, tile.partition, num_partitions); }
     GridBarrier::Wait(arrival);
-    PAGEDATTN_TRACE_POINT(6);
+    PAGEDATTN_TRACE_POINT(TracePoint::grid_barrier_passed);
     if (num_partitions > 1) { slice.Run(p_.state, tile.segment, plan, write); }
   }
 

@@ -32,17 +32,21 @@
 // whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits,
 // and a block's tile is simply its blockIdx.x (no ticket).
 #include <pagedattn/agent/partition_tile_state.cuh>
-#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
 namespace pagedattn {
 
-/// Optional per-segment timestamps (ns): the latest time any partition's aggregate was stored (atomicMax;
-/// the caller zeroes it) and the time the output was written. Their difference is the combine's tail.
+namespace detail {
+/// A measurement hook of the look-back combine (bench/bench_combine.cu; production passes none, and the
+/// inlined null pointer compiles the hook away): per segment, the latest time any partition's aggregate
+/// was stored (atomicMax; the caller zeroes it) and the time the output was written, in ns. Their
+/// difference is the combine's tail.
 struct CombineTiming {
   unsigned long long aggregate_ready_ns;
   unsigned long long output_written_ns;
 };
+} // namespace detail
 
 template <int HeadDim, int MaxHeads, int BlockThreads>
 class AgentPartitionCombine {
@@ -74,7 +78,7 @@ public:
   template <class WriteOutput>
   PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int partition, int num_partitions,
                             const float* own_stats, const float* own_values, WriteOutput write,
-                            CombineTiming* timing = nullptr)
+                            detail::CombineTiming* timing = nullptr)
   {
     LoadOwn(own_stats, own_values);
     if (num_partitions == 1)
@@ -99,12 +103,12 @@ public:
       temp_.last_arrival = arrived == static_cast<unsigned>(group_size - 1);
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(5);
+    PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     if (!temp_.last_arrival) { return; }
 
     // 2. fold the group (this block's own aggregate is still in registers: it is not loaded back)
     FoldSequence([&](int q) { return q == partition ? running_value : state.tile(segment, q); }, group_first, group_size, /*fresh=*/true);
-    PAGEDATTN_TRACE_POINT(6);
+    PAGEDATTN_TRACE_POINT(TracePoint::group_folded);
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     if (num_groups == 1)
     {
@@ -119,10 +123,10 @@ public:
       return;
     }
     Publish(state, segment, group, tile_status_aggregate);
-    PAGEDATTN_TRACE_POINT(11);
+    PAGEDATTN_TRACE_POINT(TracePoint::group_published);
     if (arch::warp_id() == 0) { LookBack(state, segment, group); }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(12);
+    PAGEDATTN_TRACE_POINT(TracePoint::looked_back);
     // I_g = I_k ⊕ A_{k+1} ⊕ ... ⊕ A_g, one left fold whose first operand is group k's inclusive value. A_g
     // (just published) is still in registers, which serves while the fold is a single chunk.
     const int k = temp_.lookback_start;
@@ -130,7 +134,7 @@ public:
     FoldSequence([&](int q) { return q == group && one_chunk ? running_value : state.group(segment, q, /*inclusive=*/q == k); }, k,
                  group - k + 1, /*fresh=*/true);
 
-    PAGEDATTN_TRACE_POINT(13);
+    PAGEDATTN_TRACE_POINT(TracePoint::final_fold_done);
     // 4. publish the inclusive value, or finish the segment
     if (group < num_groups - 1) { Publish(state, segment, group, tile_status_inclusive); }
     else { Finish(write, timing); }
@@ -204,9 +208,8 @@ private:
 
   /// FoldSequence for count <= fold_chunk partials, in one L2 round trip. The arithmetic is that of a
   /// plain left fold (one softmax_rescale and one rescaled_sum per element and step), but its steps'
-  /// rescale factors come out in parallel: step q's running maximum is the left-to-right running_max of
-  /// the maxima before it, which each thread recomputes (comparisons only), so only the exp sums and the
-  /// values remain sequential chains of FMAs. A source equal to running_value stands for the running
+  /// rescale factors come out in parallel (fold_step_factors: one thread per step and head), so only the
+  /// exp sums and the values remain sequential chains of FMAs. A source equal to running_value stands for the running
   /// value itself (only with fresh: it becomes an operand). Ends with a barrier.
   template <class Src>
   PAGEDATTN_DEVICE void FoldChunk(Src src, int first, int count, bool fresh)
@@ -238,18 +241,18 @@ private:
     }
     if (stages_stat) { temp_.staged_stats[stat_q][stat_h] = stat; }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(8);
+    PAGEDATTN_TRACE_POINT(TracePoint::fold_loads_landed);
     // 2. the factors of every step, one thread per (step, head)
     for (int i = threadIdx.x; i < count * heads_; i += BlockThreads)
     {
       const int q = i / heads_, h = i % heads_;
       if (fresh && q == 0) { continue; } // the fold starts from partial 0 itself
-      float m = fresh ? temp_.staged_stats[0][h].x : temp_.max_score[h];
-      for (int p = fresh ? 1 : 0; p < q; ++p) { m = running_max(m, temp_.staged_stats[p][h].x); }
-      temp_.rescale[q][h] = softmax_rescale(m, temp_.staged_stats[q][h].x);
+      // The fold's operands: the staged partials, after the running value unless fresh.
+      const auto max_of = [&](int k) { return fresh ? temp_.staged_stats[k][h].x : k == 0 ? temp_.max_score[h] : temp_.staged_stats[k - 1][h].x; };
+      temp_.rescale[q][h] = fold_step_factors(max_of, fresh ? q : q + 1);
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(9);
+    PAGEDATTN_TRACE_POINT(TracePoint::fold_factors_done);
     // 3. the exp sums (one thread per head) and the values (every thread its columns), in step order
     for (int h = threadIdx.x; h < heads_; h += BlockThreads)
     {
@@ -277,13 +280,11 @@ private:
           acc_[j] = x[q][j];
           continue;
         }
-        const SoftmaxRescale r = temp_.rescale[q][v / vectors_per_head];
-        acc_[j] = make_float4(rescaled_sum(r, acc_[j].x, x[q][j].x), rescaled_sum(r, acc_[j].y, x[q][j].y),
-                              rescaled_sum(r, acc_[j].z, x[q][j].z), rescaled_sum(r, acc_[j].w, x[q][j].w));
+        acc_[j] = rescaled_sum(temp_.rescale[q][v / vectors_per_head], acc_[j], x[q][j]);
       }
     }
     __syncthreads(); // the new statistics, before anyone reads them (and before the staging is reused)
-    PAGEDATTN_TRACE_POINT(10);
+    PAGEDATTN_TRACE_POINT(TracePoint::fold_done);
   }
 
   /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
@@ -350,7 +351,7 @@ private:
   }
 
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Finish(WriteOutput& write, CombineTiming* timing)
+  PAGEDATTN_DEVICE void Finish(WriteOutput& write, detail::CombineTiming* timing)
   {
     WriteOutput_(write);
     if (timing && threadIdx.x == 0)
@@ -370,13 +371,7 @@ private:
       if (v < vectors())
       {
         const int h = v / vectors_per_head;
-        const float l = temp_.exp_sum[h];
-        const float4 a = acc_[j];
-        // The empty softmax (no valid token) is defined as a zero output; a NaN exp_sum (a partition that
-        // found invalid input) stays NaN.
-        const float4 o = l == 0.f ? make_float4(0.f, 0.f, 0.f, 0.f)
-                                  : make_float4(__fdiv_rn(a.x, l), __fdiv_rn(a.y, l), __fdiv_rn(a.z, l), __fdiv_rn(a.w, l));
-        write(h, v % vectors_per_head, o);
+        write(h, v % vectors_per_head, normalized_output(acc_[j], temp_.exp_sum[h]));
       }
     }
   }

@@ -11,7 +11,7 @@
 // softmax_rescale and rescaled_sum calls in the same order per element, and the same normalisation.
 // So the output does not depend on which of the two combines a launch used.
 #include <pagedattn/agent/partition_tile_state.cuh>
-#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
 namespace pagedattn {
@@ -129,17 +129,17 @@ public:
   template <class WriteOutput>
   PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, const Plan& plan, WriteOutput write)
   {
-    PAGEDATTN_TRACE_POINT(14);
+    PAGEDATTN_TRACE_POINT(TracePoint::slice_fold_started);
     float2 s[group_size];
     LoadStats(plan.item_stats, plan.item_count, state.heads, s);
     float4 x[group_size];
     LoadValues(plan.pair_values, plan.pair_count, plan.value_stride, x);
-    PAGEDATTN_TRACE_AFTER(16, s[0].x);
-    PAGEDATTN_TRACE_AFTER(17, x[0].x);
+    PAGEDATTN_TRACE_AFTER(TracePoint::slice_stats_landed, s[0].x);
+    PAGEDATTN_TRACE_AFTER(TracePoint::slice_values_landed, x[0].x);
 
-    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk. The
-    //    running maxima are a chain of selects; the factors' exponentials do not depend on each other
-    //    (steps past the group's end fold the padding (-inf, 0) and are not used).
+    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk, its
+    //    steps' factors side by side (fold_factors; steps past the group's end fold the padding (-inf, 0)
+    //    and are not used).
     for (int item = threadIdx.x; item < plan.group_heads; item += BlockThreads)
     {
       int g = plan.item_group, h = plan.item_head, stat_count = plan.item_count;
@@ -151,7 +151,7 @@ public:
         LoadStats(reinterpret_cast<const float2*>(state.tile(segment, g * group_size).stats) + h, stat_count, state.heads, s);
       }
       SoftmaxRescale r[group_size];
-      GroupFactors(s, r);
+      fold_factors(s, r);
       // Branch-free, so that the steps' exponentials overlap: every step's factors are stored (a padding
       // step's slot, past the group's end, is never read), and the exp sum and the maximum take a step only
       // inside the group.
@@ -165,10 +165,10 @@ public:
         group_max = inside ? r[q].max_score : group_max;
       }
       temp_.group_stats[g][h] = make_float2(group_max, l);
-      if (item == 0) { PAGEDATTN_TRACE_POINT(15); }
+      if (item == 0) { PAGEDATTN_TRACE_POINT(TracePoint::slice_first_group_stats); }
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(8);
+    PAGEDATTN_TRACE_POINT(TracePoint::slice_group_stats_done);
 
     // 2a. per (vector, group) pair: the group aggregate of the vector; later passes load as they go
     for (int pair = threadIdx.x; pair < plan.pairs; pair += BlockThreads)
@@ -192,11 +192,7 @@ public:
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        if (q < count)
-        {
-          a = make_float4(rescaled_sum(r[q], a.x, x[q].x), rescaled_sum(r[q], a.y, x[q].y), rescaled_sum(r[q], a.z, x[q].z),
-                          rescaled_sum(r[q], a.w, x[q].w));
-        }
+        if (q < count) { a = rescaled_sum(r[q], a, x[q]); }
       }
       temp_.group_values[pair] = a;
     }
@@ -211,12 +207,10 @@ public:
         g = 1 + item / heads_;
         h = item % heads_;
       }
-      float m = temp_.group_stats[0][h].x;
-      for (int k = 1; k < g; ++k) { m = running_max(m, temp_.group_stats[k][h].x); }
-      temp_.group_step[g][h] = softmax_rescale(m, temp_.group_stats[g][h].x);
+      temp_.group_step[g][h] = fold_step_factors([&](int k) { return temp_.group_stats[k][h].x; }, g);
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(9);
+    PAGEDATTN_TRACE_POINT(TracePoint::slice_group_values_done);
 
     // 3. each vector of the slice: the fold of its group aggregates and of their exp sums, normalised
     for (int i = threadIdx.x; i < plan.slice_vectors; i += BlockThreads)
@@ -227,39 +221,16 @@ public:
       for (int g = 1; g < plan.groups; ++g)
       {
         const SoftmaxRescale r = temp_.group_step[g][h];
-        const float4 a = temp_.group_values[g * plan.slice_vectors + i];
-        o = make_float4(rescaled_sum(r, o.x, a.x), rescaled_sum(r, o.y, a.y), rescaled_sum(r, o.z, a.z), rescaled_sum(r, o.w, a.w));
+        o = rescaled_sum(r, o, temp_.group_values[g * plan.slice_vectors + i]);
         l = rescaled_sum(r, l, temp_.group_stats[g][h].y);
       }
-      // as AgentPartitionCombine: the empty softmax is a zero output; a NaN exp sum stays NaN
-      write(h, v % vectors_per_head,
-            l == 0.f ? make_float4(0.f, 0.f, 0.f, 0.f) : make_float4(__fdiv_rn(o.x, l), __fdiv_rn(o.y, l), __fdiv_rn(o.z, l), __fdiv_rn(o.w, l)));
+      write(h, v % vectors_per_head, normalized_output(o, l));
     }
   }
 
 private:
   TempStorage& temp_;
   int heads_;
-
-  /// The factors of the left fold of a group's statistics s[0..group_size): r[q] folds partial q into the
-  /// fold of 0..q-1, exactly as the chain softmax_rescale(m, s[q].x), m = r[q].max_score would compute
-  /// them (same maxima, same exponentials, same empty case), but with the running maxima first (a chain of
-  /// selects) so that the exponentials of all steps are independent of each other instead of one step's
-  /// branch waiting for the last one's.
-  PAGEDATTN_DEVICE static void GroupFactors(const float2 (&s)[group_size], SoftmaxRescale (&r)[group_size])
-  {
-    float m[group_size];
-    m[0] = s[0].x;
-#pragma unroll
-    for (int q = 1; q < group_size; ++q) { m[q] = running_max(m[q - 1], s[q].x); }
-#pragma unroll
-    for (int q = 1; q < group_size; ++q)
-    {
-      const bool empty = m[q] == -INFINITY; // both empty: softmax_rescale's (-inf, 0, 0)
-      const float alpha = detail::exp_f32(m[q - 1] - m[q]), beta = detail::exp_f32(s[q].x - m[q]);
-      r[q] = {m[q], empty ? 0.f : alpha, empty ? 0.f : beta};
-    }
-  }
 
   /// The vector at `values` of `count` consecutive partials (`stride` float4s apart) into x (nothing for
   /// count 0).

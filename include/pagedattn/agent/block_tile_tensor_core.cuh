@@ -25,7 +25,7 @@
 // Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
-#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
 
@@ -140,7 +140,7 @@ public:
     {
       const int token = token0 + t0 + e;
       float v = score[e] * p_.scale;
-      if (p_.alibi_slopes) { v = fmaf(slope_, static_cast<float>(token - seq_len + 1), v); }
+      if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, seq_len); }
       score[e] = token < end_token ? v : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }

@@ -13,7 +13,6 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
-#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
 namespace pagedattn {
 
@@ -34,7 +33,7 @@ public:
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
 
   /// Cache blocks of a partition: the dispatch keeps partition_tokens / block_size within this.
-  static constexpr int max_partition_blocks = policy_max_partition_blocks<Policy>;
+  static constexpr int max_partition_blocks = Policy::max_partition_blocks;
 
   /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
   static constexpr bool partial_after_storage = true;
@@ -66,7 +65,7 @@ public:
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
     __syncthreads(); // the prefetched block ids
-    PAGEDATTN_TRACE_POINT(2);
+    PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
     bool bad = false;
     auto load = [&](int i) {
@@ -90,7 +89,7 @@ public:
     {
       arch::copy_async_wait<stages - 2>();
       __syncthreads();
-      if (i == 0) { PAGEDATTN_TRACE_POINT(3); }
+      if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
       load(i + stages - 1);
       tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
     }

@@ -108,7 +108,7 @@ public:
         float s = -INFINITY;
         if (live)
         {
-          s = p_.alibi_slopes ? fmaf(p_.alibi_slopes[c.first_head + g], static_cast<float>(pos - c.seq_len + 1), score[g]) : score[g];
+          s = p_.alibi_slopes ? alibi_logit(score[g], p_.alibi_slopes[c.first_head + g], pos, c.seq_len) : score[g];
         }
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
         const float e = live ? expf(s - tile_max) : 0.f;

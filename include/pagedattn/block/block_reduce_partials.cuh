@@ -7,7 +7,7 @@
 //   __shared__ typename BlockReducePartials<256, 128>::TempStorage temp;
 //   auto agg = BlockReducePartials<256, 128>(temp).Reduce(my_warp_partial);
 //   // agg.max_score / agg.exp_sum in every thread; weighted_v(d) readable until temp is reused.
-#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
 
 namespace pagedattn {

@@ -11,8 +11,8 @@
 // Inputs: partial stats [segments][max_partitions][heads][2] (max_score, exp_sum), partial values
 // [segments][max_partitions][heads][HeadDim] (weighted_v, unnormalised), partition counts [segments]
 // (0 .. max_partitions; 0 gives a zero output). Output: [segments][heads][HeadDim], weighted_v / exp_sum.
-// Deterministic: the output is the left fold of the partitions in order, bit for bit the same for both
-// algorithms and across runs.
+// Deterministic: the output is the same fixed fold tree of the partitions, bit for bit the same across
+// runs (and equal to the two-kernel comparison combine of detail::dispatch_combine_partials).
 #include <pagedattn/device/dispatch/dispatch_combine_partials.cuh>
 
 namespace pagedattn {
@@ -21,13 +21,11 @@ struct DeviceCombinePartials {
   template <int HeadDim, int MaxHeads = 8>
   static cudaError_t Combine(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
                              const float* d_partial_values, const int* d_num_partitions, float* d_output, int num_segments,
-                             int max_partitions, int heads, cudaStream_t stream = 0,
-                             PartitionCombineAlgorithm algorithm = PartitionCombineAlgorithm::single_pass,
-                             const CombineDebugOptions& debug = {})
+                             int max_partitions, int heads, cudaStream_t stream = 0)
   {
-    return detail::dispatch_combine_partials<HeadDim, MaxHeads>(d_temp_storage, temp_storage_bytes, d_partial_stats,
-                                                                 d_partial_values, d_num_partitions, d_output, num_segments,
-                                                                 max_partitions, heads, algorithm, stream, debug);
+    return detail::dispatch_combine_partials<HeadDim, MaxHeads>(d_temp_storage, temp_storage_bytes, d_partial_stats, d_partial_values,
+                                                                 d_num_partitions, d_output, num_segments, max_partitions, heads,
+                                                                 detail::PartitionCombineAlgorithm::single_pass, stream, {});
   }
 };
 

@@ -5,7 +5,7 @@
 // exp_sum are the same in every lane. A warp that owns a stream of tokens keeps one of these per query
 // head and folds in chunks of tokens with begin_chunk() + accumulate(); BlockReducePartials merges the
 // warps' partials at the end.
-#include <pagedattn/block/online_softmax_combine.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
 namespace pagedattn {

@@ -8,21 +8,10 @@
 // commutative, as sum and max are; fp32 sum is commutative bit-for-bit, so all lanes agree exactly).
 //
 // Every lane of the hardware warp must call these functions together (they use full-warp shuffles).
+#include <pagedattn/thread/thread_operators.cuh>
 #include <pagedattn/util_arch.cuh>
 
 namespace pagedattn {
-
-/// Sum functor (QK dot products, exp sums).
-struct Sum {
-  template <class T>
-  PAGEDATTN_HOST_DEVICE T operator()(const T& a, const T& b) const { return a + b; }
-};
-
-/// Max functor (score maxima). Written with a comparison so that it works for any ordered T.
-struct Max {
-  template <class T>
-  PAGEDATTN_HOST_DEVICE T operator()(const T& a, const T& b) const { return (b > a) ? b : a; }
-};
 
 template <class T, int LogicalWarpThreads = warp_threads>
 class WarpReduceShfl {

@@ -1,6 +1,7 @@
 #pragma once
 // Kernels and launch logic of DeviceCombinePartials (the Level 3 primitive on its own): the single-pass
-// look-back combine and the classic two-kernel combine, over partials the caller supplies.
+// look-back combine, and, for tests and benchmarks only (detail::), the classic two-kernel combine and the
+// debug hooks (publish delays, tail timestamps), compiled into their own kernel instantiations.
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/util_error.cuh>
 
@@ -8,20 +9,20 @@
 #include <string>
 
 namespace pagedattn {
+namespace detail {
 
-/// How the partitions of a segment are merged.
+/// How the partitions of a segment are merged (the facade always runs single_pass).
 enum class PartitionCombineAlgorithm {
-  single_pass, ///< one launch: tile statuses and decoupled look-back (default)
+  single_pass, ///< one launch: tile statuses and decoupled look-back
   two_kernel,  ///< a second launch folds the partitions (vLLM v2's scheme), for comparison
 };
 
-/// Test and benchmark hooks of the combine; production calls pass none.
+/// Test and benchmark hooks of the combine. With any of them set, the kernels are the Debug
+/// instantiations; the facade's kernels have no hook code.
 struct CombineDebugOptions {
-  unsigned max_delay_ns = 0;          ///< each tile sleeps a pseudo-random 0..max before publishing
-  CombineTiming* timing = nullptr;    ///< [num_segments] timestamps (zeroed by the caller)
+  unsigned max_delay_ns = 0;       ///< each tile sleeps a pseudo-random 0..max before publishing
+  CombineTiming* timing = nullptr; ///< [num_segments] timestamps (zeroed by the caller)
 };
-
-namespace detail {
 
 struct CombinePartialsParams {
   const float* partial_stats;  ///< [segments][max_partitions][heads][2]
@@ -37,7 +38,7 @@ struct CombinePartialsParams {
 
 constexpr int combine_block_threads = 256;
 
-/// Deterministic per-tile delay for the stress test (hash of the tile index).
+/// Deterministic per-tile delay for the stress test (hash of the tile index); Debug kernels only.
 PAGEDATTN_DEVICE void debug_delay(unsigned max_ns, std::size_t tile)
 {
   if (max_ns == 0 || threadIdx.x != 0) { return; }
@@ -87,7 +88,7 @@ PAGEDATTN_DEVICE int checked_partitions(const CombinePartialsParams& p, int segm
 
 PAGEDATTN_DEVICE float quiet_nan() { return __int_as_float(0x7fc00000); }
 
-template <int HeadDim, int MaxHeads>
+template <int HeadDim, int MaxHeads, bool Debug>
 __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_kernel(CombinePartialsParams p)
 {
   using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
@@ -104,12 +105,12 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
 
   const std::size_t tile = p.state.tile_index(segment, partition);
   own.load(p, tile);
-  debug_delay(p.debug.max_delay_ns, tile);
+  if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, tile); }
   Agent(temp, p.heads).Run(p.state, segment, partition, num_partitions, own.stats, own.values, FloatOutputWriter{out, HeadDim},
-                           p.debug.timing ? p.debug.timing + segment : nullptr);
+                           Debug && p.debug.timing ? p.debug.timing + segment : nullptr);
 }
 
-template <int HeadDim, int MaxHeads>
+template <int HeadDim, int MaxHeads, bool Debug>
 __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel(CombinePartialsParams p)
 {
   using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel
   const int segment = blockIdx.x / p.max_partitions, partition = blockIdx.x % p.max_partitions;
   if (partition >= checked_partitions(p, segment)) { return; }
   own.load(p, blockIdx.x);
-  debug_delay(p.debug.max_delay_ns, blockIdx.x);
+  if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, blockIdx.x); }
   Agent(temp, p.heads).StoreAggregate(p.state, segment, partition, own.stats, own.values);
 }
 
@@ -138,6 +139,8 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
   Agent(temp, p.heads).FoldSegment(p.state, segment, num_partitions, FloatOutputWriter{out, HeadDim});
 }
 
+/// The facade's work (algorithm single_pass, no debug options), and the tests' and benchmarks' entry for the
+/// two-kernel comparison and the debug hooks.
 template <int HeadDim, int MaxHeads>
 cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
                                       const float* d_partial_values, const int* d_num_partitions, float* d_output,
@@ -176,10 +179,12 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
     // The init pass: ticket, arrival counters and statuses back to zero, in the stream (captured by CUDA
     // graphs too).
     PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
-    single_pass_combine_kernel<HeadDim, MaxHeads><<<tiles, combine_block_threads, 0, stream>>>(p);
+    const bool debug_hooks = debug.max_delay_ns != 0 || debug.timing != nullptr;
+    (debug_hooks ? single_pass_combine_kernel<HeadDim, MaxHeads, true> : single_pass_combine_kernel<HeadDim, MaxHeads, false>)
+        <<<tiles, combine_block_threads, 0, stream>>>(p);
     return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");
   }
-  store_aggregates_kernel<HeadDim, MaxHeads><<<tiles, combine_block_threads, 0, stream>>>(p);
+  store_aggregates_kernel<HeadDim, MaxHeads, true><<<tiles, combine_block_threads, 0, stream>>>(p); // tests only
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "store_aggregates_kernel launch"));
   fold_segments_kernel<HeadDim, MaxHeads><<<num_segments, combine_block_threads, 0, stream>>>(p);
   return check_cuda(cudaGetLastError(), "fold_segments_kernel launch");

@@ -1,89 +1,66 @@
 #pragma once
-// Tuning policies of the paged decode: plain structs of compile-time constants, one per architecture,
-// and the chain that picks one (CUB's ChainedPolicy idea, reduced to what pagedattn needs).
+// Tuning policies of the paged decode, one per architecture, each derived from AgentPagedAttentionPolicy
+// (which documents every member and its default), and the chain that picks one (CUB's ChainedPolicy idea,
+// reduced to what pagedattn needs).
 //
-// Device code takes the policy of the architecture it is compiled for (__CUDA_ARCH__, or __ILUVATAR__);
-// host code takes the one for the device's compute capability. They agree when the binary holds code for
-// the device's architecture family (the default 80;90 build: sm_90 code on cc >= 9.0, sm_80 below). A
-// binary built for sm_80 only and JIT-run on a cc 9.x part would pair the sm_80 device policy with the
-// sm_90 host policy: harmless while both share block_threads, the tile kind and the partition limits and
-// the sm_80 code needs no more shared memory than the sm_90 launch provides (the partition size travels
-// at run time), which test/device/test_policy_host.cu checks.
+// The host and the kernel pick the same policy: the kernel takes the policy of the architecture its code
+// was compiled for (__CUDA_ARCH__, or __ILUVATAR__), and the host the one for the PTX version of the code
+// the device runs (cudaFuncGetAttributes, as CUB does), not for the device's compute capability.
 //
 // Partition size: unless DecodeArguments::partition_tokens fixes it, the launch splits the longest
 // sequence into partitions that fill whole waves of min_blocks_per_sm blocks per SM: a multiple of 32
-// tokens, at most max_partition_tokens and max_partition_blocks cache blocks (dispatch_paged_attention.cuh,
-// partition_token_limit and choose_partition_tokens).
+// tokens, at most max_partition_tokens and max_partition_blocks cache blocks (device/dispatch/decode_plan.cuh).
 //
-// To add a policy: write a struct with the fields below, add a host test of its static limits in
-// test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
+// To add a policy: derive from AgentPagedAttentionPolicy (or from one below), add a host test of its static
+// limits in test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
 // SinglePolicyChain<YourPolicy> to DevicePagedAttention::Decode.
 #include <cstddef>
-#include <type_traits>
 
-#include <pagedattn/util_arch.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 
 namespace pagedattn {
-
-/// Cache blocks of a partition whose block-table entries a thread block stages: Policy::max_partition_blocks,
-/// or, for a policy without that member, max_partition_tokens / 8 (then every block size allows
-/// max_partition_tokens, as before the member existed).
-template <class Policy, class = void>
-inline constexpr int policy_max_partition_blocks = Policy::max_partition_tokens / 8;
-template <class Policy>
-inline constexpr int policy_max_partition_blocks<Policy, std::void_t<decltype(Policy::max_partition_blocks)>> = Policy::max_partition_blocks;
 
 /// Iluvatar BI-V100: 64-lane warps, CUDA cores only, no inline PTX, and the seeds' 48 KB shared-memory
 /// budget (their K and V tiles of 32 x 256 fp16 took 32 KB of it; the CUDA-core fold streams K and V
 /// through registers and keeps the queries, softmax weights, the block reduce, the block's partial and
-/// the combine's scratch in shared memory).
-struct PagedAttentionPolicyBIV100 {
+/// the combine's scratch in shared memory: docs/biv100.md lists each instantiation's size).
+struct PagedAttentionPolicyBIV100 : AgentPagedAttentionPolicy {
   static constexpr const char* name = "bi_v100";
-  static constexpr int block_threads = 4 * warp_threads;  ///< 4 warps (256 threads at 64 lanes)
-  static constexpr int max_partition_tokens = 512;         ///< the seeds' partition size: the largest used
-  static constexpr int max_partition_blocks = 512 / 8;     ///< (block ids are not staged: every block size allows 512)
+  static constexpr int block_threads = 4 * warp_threads; ///< 4 warps (256 threads at 64 lanes)
+  static constexpr int max_partition_tokens = 512;        ///< the seeds' partition size: the largest used
+  static constexpr int max_partition_blocks = 512 / 8;    ///< every block size allows 512
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
-  static constexpr int min_blocks_per_sm = 1;
-  static constexpr int key_chunks_in_flight = 4; ///< CUDA-core tile: 16-byte key loads in flight per lane
-  static constexpr bool tensor_cores = false;     ///< no inline PTX on BI-V100: CUDA cores only
+  static constexpr int key_chunks_in_flight = 4;
+  static constexpr bool tensor_cores = false;            ///< no inline PTX on BI-V100: CUDA cores only
 };
 
 /// NVIDIA Ampere and Ada (sm_80, sm_86, sm_89). Two 32 KB stages (head 256) keep a block under the
 /// 99 KB that sm_86/sm_89 allow per block; A100 (164 KB per SM) holds two such blocks.
-struct PagedAttentionPolicySm80 {
+struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
   static constexpr const char* name = "sm80";
-  static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int max_partition_tokens = 4096; ///< == sm_90's (see the note at the top)
+  static constexpr int max_partition_tokens = 4096; ///< (2048 at block size 8: max_partition_blocks)
   static constexpr int max_partition_blocks = 256;  ///< block-table entries staged in shared memory (1 KB)
   static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
   static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
   static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
-  static constexpr int stages = 2;               ///< tensor-core pipeline: buffers (stages - 1 in flight) ...
-  static constexpr int tile_bytes = 32 * 1024;   ///< ... of about this much K + V each (whole 32-token slabs)
-  static constexpr bool one_wave_combine = true; ///< launches of one wave: cooperative, combined by slices
-};
-
-/// NVIDIA Hopper (sm_90): 228 KB of shared memory per SM. Two 32 KB stages per block (one tile in flight
-/// while one is folded) and three blocks per SM: 96 KB of K and V in flight per SM and 12 warps to hide
-/// the fold's latency (shared memory alone limits a block to a third of the SM). min_blocks_per_sm stays 2:
-/// it sets the automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a
-/// 170-register cap) measured 17 % slower at 64x4096. Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
-struct PagedAttentionPolicySm90 {
-  static constexpr const char* name = "sm90";
-  static constexpr int block_threads = 4 * warp_threads;
-  static constexpr int max_partition_tokens = 4096; ///< (2048 at block size 8: max_partition_blocks)
-  static constexpr int max_partition_blocks = 256;  ///< block-table entries staged in shared memory (1 KB)
-  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
-  static constexpr int min_blocks_per_sm = 2;
-  static constexpr int key_chunks_in_flight = 8;
-  static constexpr bool tensor_cores = true;
   static constexpr int stages = 2;
-  static constexpr int tile_bytes = 32 * 1024;
+  static constexpr int tile_bytes = 32 * 1024;   ///< whole 32-token slabs: two at head <= 128, one at 256
   static constexpr bool one_wave_combine = true;
 };
 
-/// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for cc >= 9.0 and sm_80 below.
+/// NVIDIA Hopper (sm_90): sm_80's policy with 228 KB of shared memory per SM. Two 32 KB stages per block
+/// (one tile in flight while one is folded) and three blocks per SM: 96 KB of K and V in flight per SM
+/// and 12 warps to hide the fold's latency (shared memory alone limits a block to a third of the SM).
+/// min_blocks_per_sm stays 2: it sets the automatic partition count (one wave of 2 blocks per SM), and
+/// the launch bound of 3 (a 170-register cap) measured 17 % slower at 64x4096. Chosen with
+/// bench/bench_policies.cu (bench/NOTES.md, v12).
+struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
+  static constexpr const char* name = "sm90";
+  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
+};
+
+/// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.
 struct DefaultPagedAttentionPolicies {
 #if defined(__ILUVATAR__)
   using device_policy = PagedAttentionPolicyBIV100;
@@ -93,15 +70,16 @@ struct DefaultPagedAttentionPolicies {
   using device_policy = PagedAttentionPolicySm80;
 #endif
 
-  /// Call f(Policy{}) with the policy for compute capability major*10+minor; returns f's result.
+  /// Call f(Policy{}) with the policy for the PTX version (major * 10 + minor) of the kernels the device
+  /// runs; returns f's result.
   template <class F>
-  static auto invoke(int compute_capability, F&& f)
+  static auto invoke(int ptx_version, F&& f)
   {
 #if defined(__ILUVATAR__)
-    (void)compute_capability;
+    (void)ptx_version;
     return f(PagedAttentionPolicyBIV100{});
 #else
-    if (compute_capability >= 90) { return f(PagedAttentionPolicySm90{}); }
+    if (ptx_version >= 90) { return f(PagedAttentionPolicySm90{}); }
     return f(PagedAttentionPolicySm80{});
 #endif
   }

@@ -1,9 +1,28 @@
 #pragma once
-// Level 2: the compound value of decode attention, (max_score, exp_sum, weighted_v[HeadDim]) in fp32.
-// See online_softmax_combine.cuh for the meaning of the fields and the combine.
-#include <pagedattn/block/online_softmax_combine.cuh>
+// Thread level: the compound value of decode attention, (max_score, exp_sum, weighted_v[HeadDim]) in
+// fp32, and its combine functor. The library's folds keep partials spread over lanes and registers; this
+// whole-partial form is the reference they are tested against (host and device), and the functor a
+// caller uses to fold partials of its own. See thread_online_softmax.cuh for the fields and the math.
+#include <pagedattn/thread/thread_online_softmax.cuh>
 
 namespace pagedattn {
+
+/// Binary operator over partial types that expose max_score, exp_sum and weighted_v[head_dim]
+/// (AttentionPartial<HeadDim>). Usable on host and device, as CUB's reduction functors are.
+struct OnlineSoftmaxCombine {
+  template <class PartialT>
+  PAGEDATTN_HOST_DEVICE PartialT operator()(const PartialT& a, const PartialT& b) const
+  {
+    const SoftmaxRescale r = softmax_rescale(a.max_score, b.max_score);
+    PartialT out;
+    out.max_score = r.max_score;
+    out.exp_sum = rescaled_sum(r, a.exp_sum, b.exp_sum);
+#pragma unroll 4
+    for (int d = 0; d < PartialT::head_dim; ++d) { out.weighted_v[d] = rescaled_sum(r, a.weighted_v[d], b.weighted_v[d]); }
+    return out;
+  }
+};
+
 
 template <int HeadDim>
 struct AttentionPartial {

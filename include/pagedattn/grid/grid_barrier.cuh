@@ -1,5 +1,5 @@
 #pragma once
-// Level 3: a barrier over every thread block of a grid, for cooperative launches only (where the runtime
+// Grid level: a barrier over every thread block of a grid, for cooperative launches only (where the runtime
 // guarantees that all blocks are resident at once; anywhere else waiting on blocks that have not started
 // could hang, and cooperative_groups traps instead).
 //

@@ -1,0 +1,36 @@
+#pragma once
+// The compile-time tuning of AgentPagedAttention (CUB's AgentXxxPolicy): a plain struct of constants.
+// The per-architecture policies (device/dispatch/tuning/tuning_paged_attention.cuh) derive from
+// AgentPagedAttentionPolicy and override what they change; a caller's own policy does the same. Every
+// member has a default that is valid on every architecture (the CUDA-core fold, the seeds' partitions).
+#include <cstddef>
+
+#include <pagedattn/util_arch.cuh>
+
+namespace pagedattn {
+
+struct AgentPagedAttentionPolicy {
+  static constexpr const char* name = "default";
+  /// Threads of a thread block: 4 warps.
+  static constexpr int block_threads = 4 * warp_threads;
+  /// The longest KV partition a thread block folds (a multiple of 32) ...
+  static constexpr int max_partition_tokens = 512;
+  /// ... and the most cache blocks it spans (the tensor-core fold stages their block-table entries in
+  /// shared memory; 512 / 8: every block size allows max_partition_tokens).
+  static constexpr int max_partition_blocks = 64;
+  /// Shared memory a block may use (the host tests check every instantiation against it).
+  static constexpr std::size_t smem_budget_bytes = 48 * 1024;
+  /// The launch bound, and the automatic partition count's wave (blocks per SM).
+  static constexpr int min_blocks_per_sm = 1;
+  /// CUDA-core fold: 16-byte key loads in flight per lane.
+  static constexpr int key_chunks_in_flight = 4;
+  /// Fold fp16/bf16 on tensor cores (mma.sync, 32-lane warps, sm_80+); fp32 always uses CUDA cores.
+  static constexpr bool tensor_cores = false;
+  /// Tensor-core pipeline: buffers (stages - 1 in flight) of about tile_bytes of K and V each.
+  static constexpr int stages = 2;
+  static constexpr int tile_bytes = 32 * 1024;
+  /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
+  static constexpr bool one_wave_combine = false;
+};
+
+} // namespace pagedattn

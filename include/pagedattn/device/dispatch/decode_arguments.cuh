@@ -1,0 +1,47 @@
+#pragma once
+// The public arguments of DevicePagedAttention::Decode, and what the library supports.
+#include <cstdint>
+#include <utility>
+
+#include <pagedattn/config.cuh>
+
+namespace pagedattn {
+
+/// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
+template <class T>
+struct DecodeArguments {
+  T* output = nullptr;                 ///< [num_seqs][num_heads][head_size] (strides below)
+  std::int64_t output_seq_stride = 0;  ///< 0: num_heads * head_size
+  std::int64_t output_head_stride = 0; ///< 0: head_size
+  const T* query = nullptr;            ///< [num_seqs][num_heads][head_size]
+  std::int64_t query_seq_stride = 0;   ///< 0: num_heads * head_size
+  std::int64_t query_head_stride = 0;  ///< 0: head_size
+  const T* key_cache = nullptr;        ///< [num_blocks][num_kv_heads][head_size / x][block_size][x], x = 16 / sizeof(T)
+  const T* value_cache = nullptr;      ///< [num_blocks][num_kv_heads][head_size][block_size]
+  std::int64_t num_blocks = 0;         ///< cache blocks (bounds for block table entries)
+  const int* block_tables = nullptr;   ///< [num_seqs][max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  const int* seq_lens = nullptr;       ///< [num_seqs], on the device
+  int num_seqs = 0;
+  int max_seq_len = 0;                 ///< host-side upper bound of seq_lens
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_size = 0;
+  int block_size = 0;
+  float scale = 0.f;
+  const float* alibi_slopes = nullptr; ///< [num_heads] or null
+  unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
+                                       ///< +1 per thread block that met a block id outside the cache
+  int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at
+                                       ///< most partition_token_limit of the policy): then a sequence's output
+                                       ///< does not depend on the rest of the batch, bit for bit
+};
+
+/// Head sizes the library supports (and instantiates by default).
+using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 128, 192, 256>;
+/// Cache block sizes the library supports.
+inline constexpr int supported_block_sizes[] = {8, 16, 32};
+/// GQA heads computed by one thread block at most; larger groups are split into tiles.
+inline constexpr int max_heads_per_block = 8;
+
+} // namespace pagedattn

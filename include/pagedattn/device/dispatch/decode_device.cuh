@@ -1,0 +1,135 @@
+#pragma once
+// What the dispatch needs to know about the device and about one decode kernel instantiation, asked of
+// the CUDA runtime once per device and cached (a Decode call then makes one runtime query,
+// cudaGetDevice): the PTX version of the code the device runs (which selects the host's policy, as CUB
+// does), the SM count, cooperative-launch support, each kernel's resident blocks per SM and its
+// shared-memory opt-in.
+#include <pagedattn/device/dispatch/kernels/decode_kernels.cuh>
+#include <pagedattn/util_error.cuh>
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pagedattn {
+namespace detail {
+
+struct DeviceInfo {
+  int device = 0;
+  int ptx_version = 0;             ///< major * 10 + minor of the decode code the device runs
+  int sm_count = 0;
+  bool cooperative_launch = false; ///< never on BI-V100 (not queried there)
+};
+
+/// The current device's DeviceInfo, queried on the first call per device and cached.
+inline cudaError_t current_device_info(DeviceInfo& info)
+{
+  int device = 0;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  static std::mutex mutex;
+  static std::vector<DeviceInfo> cache; // by device; ptx_version 0: not yet queried
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<std::size_t>(device) < cache.size() && cache[device].ptx_version != 0)
+  {
+    info = cache[device];
+    return cudaSuccess;
+  }
+  DeviceInfo fresh;
+  fresh.device = device;
+  PAGEDATTN_RETURN_IF_ERROR(
+      check_cuda(cudaDeviceGetAttribute(&fresh.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SM count)"));
+#if defined(__ILUVATAR__) // one policy; no cooperative launches (the launch never asks for one): no more queries
+  fresh.ptx_version = 1;
+#else
+  cudaFuncAttributes probe{};
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncGetAttributes(&probe, ptx_version_probe_kernel<>),
+                                       "cudaFuncGetAttributes (is the binary compiled for this GPU's architecture?)"));
+  fresh.ptx_version = probe.ptxVersion;
+  int cooperative = 0;
+  PAGEDATTN_RETURN_IF_ERROR(
+      check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute(cooperative launch)"));
+  fresh.cooperative_launch = cooperative != 0;
+#endif
+  if (cache.size() <= static_cast<std::size_t>(device)) { cache.resize(static_cast<std::size_t>(device) + 1); }
+  cache[device] = fresh;
+  info = fresh;
+  return cudaSuccess;
+}
+
+/// Devices whose per-kernel facts are cached; a device past them is asked every time.
+inline constexpr int cached_devices = 64;
+
+/// One instantiation of the decode kernel and its facts.
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy>
+struct DecodeKernel {
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  using Params = PagedAttentionParams<T>;
+  static constexpr int head_dim = HeadDim;
+  static constexpr int block_threads = Policy::block_threads;
+  static constexpr std::size_t smem_bytes = sizeof(typename Agent::TempStorage);
+  /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
+  static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
+
+  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>; }
+
+  /// Make smem_bytes of dynamic shared memory available (once per device), or fail naming the policy and
+  /// the head size when the device offers less: then nothing is launched. No size is assumed: BI-V100's
+  /// limit is read from the device (CoreX offers no opt-in beyond it); NVIDIA GPUs since sm_70 give every
+  /// kernel 48 KB, and more on opt-in up to cudaDevAttrMaxSharedMemoryPerBlockOptin.
+  static cudaError_t reserve_shared_memory(int device)
+  {
+#if defined(__ILUVATAR__)
+    constexpr bool needs_opt_in = false;
+    constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlock;
+#else
+    constexpr bool needs_opt_in = smem_bytes > 48 * 1024;
+    if constexpr (!needs_opt_in) { return cudaSuccess; }
+    constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlockOptin;
+#endif
+    static std::atomic<bool> reserved[cached_devices]{};
+    if (device < cached_devices && reserved[device].load(std::memory_order_acquire)) { return cudaSuccess; }
+    int limit = 0;
+    PAGEDATTN_RETURN_IF_ERROR(
+        check_cuda(cudaDeviceGetAttribute(&limit, limit_attribute, device), "cudaDeviceGetAttribute(shared memory per block)"));
+    if (static_cast<std::size_t>(limit) < smem_bytes)
+    {
+      return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + Policy::name + " needs " +
+                                                     std::to_string(smem_bytes) + " bytes of shared memory per block, the device allows " +
+                                                     std::to_string(limit) + " (head_size " + std::to_string(HeadDim) + ")");
+    }
+    if (needs_opt_in)
+    {
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(function(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)),
+                                           "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
+    }
+    if (device < cached_devices) { reserved[device].store(true, std::memory_order_release); }
+    return cudaSuccess;
+  }
+
+  /// Blocks of this kernel that can be resident on the whole device at once, for the one-wave decision:
+  /// 0 where the kernel or the device cannot launch cooperatively. The occupancy is asked once per device.
+  static cudaError_t resident_blocks(const DeviceInfo& info, std::size_t& blocks)
+  {
+    blocks = 0;
+    if constexpr (one_wave_capable)
+    {
+      if (!info.cooperative_launch) { return cudaSuccess; }
+      static std::atomic<int> per_sm_cache[cached_devices] = {}; // 0: not yet asked (the kernel fits at least 1)
+      int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
+      if (per_sm == 0)
+      {
+        PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info.device)); // the occupancy counts the opted-in size
+        PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
+                                             "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+        if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }
+      }
+      blocks = static_cast<std::size_t>(per_sm) * static_cast<std::size_t>(info.sm_count);
+    }
+    return cudaSuccess;
+  }
+};
+
+} // namespace detail
+} // namespace pagedattn

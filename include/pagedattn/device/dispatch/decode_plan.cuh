@@ -1,0 +1,206 @@
+#pragma once
+// The host-only plan of a decode launch, a pure function of the arguments, the policy and a few facts of
+// the device and the kernel: the argument checks, how a KV head's query heads are split over thread
+// blocks, the partition size (a wave model), the temporary storage, and the one decision of which
+// combine runs. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
+#include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/device/dispatch/decode_arguments.cuh>
+#include <pagedattn/util_error.cuh>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pagedattn {
+namespace detail {
+
+// ---- the arguments ---------------------------------------------------------------------------------------
+
+inline bool is_supported_block_size(int b) { return b == 8 || b == 16 || b == 32; }
+
+template <int... HeadDims>
+std::string list_head_dims(std::integer_sequence<int, HeadDims...>)
+{
+  std::string s;
+  ((s += (s.empty() ? "" : ", ") + std::to_string(HeadDims)), ...);
+  return s;
+}
+
+template <int... HeadDims>
+bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return ((h == HeadDims) || ...); }
+
+/// How a KV head's group of query heads is split over thread blocks.
+struct HeadTiling {
+  int head_tiles;     ///< blocks per (sequence, KV head, partition)
+  int heads_per_tile; ///< query heads per block (the last tile may have fewer)
+  int max_heads;      ///< the kernel instantiation: 1, 4 or 8
+};
+inline HeadTiling head_tiling(int gqa_ratio)
+{
+  const int tiles = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
+  const int per_tile = (gqa_ratio + tiles - 1) / tiles;
+  return {tiles, per_tile, per_tile == 1 ? 1 : per_tile <= 4 ? 4 : 8};
+}
+
+/// Host-side checks; every failure names the argument.
+template <class T, class HeadDims>
+cudaError_t validate_arguments(const DecodeArguments<T>& a)
+{
+  auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
+  if (a.num_seqs < 0) { return bad("num_seqs must be >= 0, got " + std::to_string(a.num_seqs)); }
+  if (a.max_seq_len < 0) { return bad("max_seq_len must be >= 0, got " + std::to_string(a.max_seq_len)); }
+  if (!contains_head_dim(HeadDims{}, a.head_size))
+  {
+    return bad("head_size " + std::to_string(a.head_size) + " is not supported (supported: " + list_head_dims(HeadDims{}) + ")");
+  }
+  if (!is_supported_block_size(a.block_size)) { return bad("block_size " + std::to_string(a.block_size) + " is not supported (8, 16, 32)"); }
+  if (a.num_kv_heads < 1) { return bad("num_kv_heads must be >= 1, got " + std::to_string(a.num_kv_heads)); }
+  if (a.num_heads < 1 || a.num_heads % a.num_kv_heads != 0)
+  {
+    return bad("num_heads (" + std::to_string(a.num_heads) + ") must be a positive multiple of num_kv_heads (" +
+               std::to_string(a.num_kv_heads) + ")");
+  }
+  if (a.max_blocks_per_seq < 1) { return bad("max_blocks_per_seq must be >= 1"); }
+  if (a.num_blocks < 1) { return bad("num_blocks must be >= 1"); }
+  if (static_cast<std::int64_t>(a.max_seq_len) > static_cast<std::int64_t>(a.max_blocks_per_seq) * a.block_size)
+  {
+    return bad("max_seq_len (" + std::to_string(a.max_seq_len) + ") exceeds max_blocks_per_seq * block_size");
+  }
+  if (!(a.scale == a.scale) || a.scale == INFINITY || a.scale == -INFINITY) { return bad("scale must be finite"); }
+  if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
+  if (a.num_seqs == 0) { return cudaSuccess; }
+  if (!a.output) { return bad("output is null"); }
+  if (!a.query) { return bad("query is null"); }
+  if (!a.key_cache) { return bad("key_cache is null"); }
+  if (!a.value_cache) { return bad("value_cache is null"); }
+  if (!a.block_tables) { return bad("block_tables is null"); }
+  if (!a.seq_lens) { return bad("seq_lens is null"); }
+  if (reinterpret_cast<std::uintptr_t>(a.key_cache) % 16) { return bad("key_cache must be 16-byte aligned"); }
+  if (reinterpret_cast<std::uintptr_t>(a.value_cache) % 16) { return bad("value_cache must be 16-byte aligned"); }
+  if (a.query_head_stride < 0 || a.query_seq_stride < 0) { return bad("query strides must be >= 0"); }
+  if (a.output_head_stride < 0 || a.output_seq_stride < 0) { return bad("output strides must be >= 0"); }
+  return cudaSuccess;
+}
+
+
+/// Longest partition of a policy at a cache block size: max_partition_tokens, and no more than the
+/// Policy::max_partition_blocks cache blocks whose table entries a thread block stages (sm_80, sm_90: 4096 tokens,
+/// 2048 at block size 8). A multiple of 32 for every supported block size.
+template <class Policy>
+constexpr int partition_token_limit(int block_size)
+{
+  const long long by_blocks = static_cast<long long>(Policy::max_partition_blocks) * block_size;
+  return by_blocks < Policy::max_partition_tokens ? static_cast<int>(by_blocks) / 32 * 32 : Policy::max_partition_tokens;
+}
+
+/// The caller's partition size against the policy (validate() has checked that it is >= 0 and the block size).
+template <class Policy, class T>
+cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
+{
+  const int limit = partition_token_limit<Policy>(a.block_size);
+  if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= limit)) { return cudaSuccess; }
+  return fail(cudaErrorInvalidValue, "pagedattn::Decode: partition_tokens " + std::to_string(a.partition_tokens) +
+                                         " must be 0 (automatic) or a multiple of 32 in [32, " + std::to_string(limit) +
+                                         "] (policy " + Policy::name + ", block_size " + std::to_string(a.block_size) + ")");
+}
+
+/// Smallest automatic partition: one 32-token tile, so that a short sequence spreads over as many blocks
+/// as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than 64 blocks
+/// of two, bench/NOTES.md v19).
+inline constexpr int min_auto_partition_tokens = 32;
+
+/// A thread block's fixed cost (sequence length and block ids, the first tile's round trip, its part of
+/// the combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of
+/// the bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
+inline constexpr std::size_t block_fixed_cost_bytes = 64 * 1024;
+
+/// Partition size of a launch: the caller's, or the multiple of 32 in [32, partition_token_limit] that
+/// minimises the modelled time: waves x (partition tokens + a block's fixed cost in tokens), where a wave
+/// is sm_count x min_blocks_per_sm blocks and a launch has num_segments x ceil(max_seq_len / partition)
+/// blocks. Ties go to the longer partition (fewer partials to combine). On 132 SMs at block size 16:
+/// - when one wave can hold the longest sequence, the shortest partition that keeps the grid to one wave:
+///   1x100000 at 24/4 heads gets 66 partitions of 1536 tokens per KV head (264 blocks), at 32/8 heads 33
+///   of 3040 (264 blocks); 1x1000 32 of 32 tokens; 8x32768 8 of 4096 (256 blocks);
+/// - otherwise whole waves of partitions as long as possible: a large batch keeps whole sequences of up to
+///   4096 tokens per block and no combine (64x4096: 256 or 512 blocks), where 2048-token halves would
+///   cost each block a second prologue and the launch a combine (bench/NOTES.md v21).
+template <class Policy, class T>
+int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
+{
+  if (a.partition_tokens > 0) { return a.partition_tokens; }
+  const std::size_t wave = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
+  const std::size_t segments = num_segments > 0 ? num_segments : 1;
+  const std::size_t length = static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1);
+  const std::size_t token_bytes = 2 * static_cast<std::size_t>(a.head_size > 0 ? a.head_size : 1) * sizeof(T);
+  const std::size_t fixed_tokens = (block_fixed_cost_bytes + token_bytes - 1) / token_bytes;
+  const std::size_t smallest = min_auto_partition_tokens;
+  const std::size_t whole = (length + 31) / 32 * 32; // one partition holds the longest sequence
+  const std::size_t limit = static_cast<std::size_t>(partition_token_limit<Policy>(a.block_size));
+  const std::size_t longest = whole < limit ? whole : limit;
+  std::size_t best = longest;
+  std::size_t best_cost = ~std::size_t{0};
+  for (std::size_t tokens = longest; tokens >= smallest; tokens -= 32)
+  {
+    const std::size_t blocks = segments * ((length + tokens - 1) / tokens);
+    const std::size_t cost = (blocks + wave - 1) / wave * (tokens + fixed_tokens);
+    if (cost < best_cost) { best_cost = cost; best = tokens; }
+  }
+  return static_cast<int>(best);
+}
+
+
+// ---- the plan --------------------------------------------------------------------------------------------
+
+/// How the partitions of a segment are merged. Decided once per launch (choose_combine); the kernel's
+/// parameters carry it to the agents, and the launch only executes it.
+enum class CombineKind {
+  single_partition, ///< every segment fits one partition: each block writes its output directly
+  look_back,        ///< AgentPartitionCombine: group folds and decoupled look-back, after an init pass
+  one_wave,         ///< AgentSliceCombine: a cooperative launch, a grid barrier, a fold of slices
+};
+
+/// Shapes the launch derives from the arguments and the policy.
+struct DecodePlan {
+  int partition_tokens;
+  int max_partitions;
+  HeadTiling tiling;
+  std::size_t num_segments;
+  std::size_t grid;  ///< thread blocks: num_segments x max_partitions
+  bool partitioned;  ///< more than one partition possible: partials, statuses, a combine
+  PartitionTileLayout layout;
+  std::size_t temp_bytes;
+  CombineKind combine; ///< set by choose_combine
+};
+
+template <class Policy, class T>
+DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
+{
+  DecodePlan plan{};
+  plan.tiling = head_tiling(a.num_heads / a.num_kv_heads);
+  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.tiling.head_tiles;
+  plan.partition_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
+  plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
+  plan.grid = plan.num_segments * static_cast<std::size_t>(plan.max_partitions);
+  plan.partitioned = plan.max_partitions > 1;
+  plan.layout = PartitionTileLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.tiling.heads_per_tile,
+                                    a.head_size);
+  plan.temp_bytes = plan.partitioned ? plan.layout.total_bytes : 16; // never 0, so a real allocation exists
+  plan.combine = plan.partitioned ? CombineKind::look_back : CombineKind::single_partition;
+  return plan;
+}
+
+/// The combine of a partitioned launch: one wave when every block of the grid can be resident at once
+/// (resident_blocks: what the kernel's occupancy allows on the whole device, 0 where the kernel, the
+/// policy or the device cannot launch cooperatively) and no segment has more partitions than the slice
+/// fold stages; else look-back.
+inline CombineKind choose_combine(const DecodePlan& plan, std::size_t resident_blocks)
+{
+  if (!plan.partitioned) { return CombineKind::single_partition; }
+  if (plan.max_partitions <= one_wave_max_partitions && plan.grid <= resident_blocks) { return CombineKind::one_wave; }
+  return CombineKind::look_back;
+}
+
+} // namespace detail
+} // namespace pagedattn

@@ -1,0 +1,41 @@
+#pragma once
+// The kernels of the paged decode: the decode itself (one thread block per (segment, partition), the
+// agent AgentPagedAttention), the init pass of a look-back launch, and the probe whose PTX version tells
+// the host which policy the device's code was compiled with.
+#include <pagedattn/agent/agent_paged_attention.cuh>
+
+#include <cstddef>
+
+namespace pagedattn {
+namespace detail {
+
+template <class T, int HeadDim, int MaxHeads, class PolicyChain>
+__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, PolicyChain::device_policy::min_blocks_per_sm)
+paged_attention_kernel(const PagedAttentionParams<T> params)
+{
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
+  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (128-byte
+  // aligned: the stages at its start need it, see PartitionFoldTensorCore::TempStorage.)
+  extern __shared__ __align__(128) unsigned char paged_attention_smem[];
+  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).Run();
+  PAGEDATTN_TRACE_POINT(TracePoint::block_done);
+}
+
+/// The init pass of a look-back launch: zeroes the ticket, arrival counters and status words. It lets
+/// the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits for this
+/// grid's completion only where it first touches those words (before the ticket, or before its arrival).
+template <class Word>
+__global__ void reset_partition_state_kernel(Word* words, std::size_t count)
+{
+  arch::launch_dependents();
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) { words[i] = 0; }
+}
+
+/// Compiled with the same flags as the decode kernels, so its PTX version (cudaFuncGetAttributes) is that
+/// of the decode code the device runs (CUB's EmptyKernel; a template, so that every translation unit may
+/// hold it).
+template <class = void>
+__global__ void ptx_version_probe_kernel() {}
+
+} // namespace detail
+} // namespace pagedattn
