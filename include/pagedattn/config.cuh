@@ -23,7 +23,7 @@ namespace pagedattn {
 /// The steps of a thread block's decode that PAGEDATTN_TRACE_POINT marks, in the order a block meets them.
 enum class TracePoint : int {
   block_start,             ///< the kernel's first instruction
-  tile_chosen,             ///< the block knows its (segment, partition)
+  work_item_chosen,             ///< the block knows its (segment, partition)
   block_ids_staged,        ///< tensor-core fold: the partition's block-table entries in shared memory
   first_tile_landed,       ///< tensor-core fold: the first K/V tile in shared memory
   partition_folded,        ///< the block's partial is complete

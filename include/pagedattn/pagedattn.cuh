@@ -13,7 +13,7 @@
 #include <pagedattn/warp/warp_mma.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
 #include <pagedattn/grid/grid_barrier.cuh>
-#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>

@@ -124,15 +124,15 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   for (int ratio = 1; ratio <= 32; ++ratio)
   {
     INFO("ratio " << ratio);
-    const auto t = pagedattn::detail::head_tiling(ratio);
-    CHECK(t.heads_per_tile <= t.max_heads);
+    const auto t = pagedattn::detail::head_split(ratio);
+    CHECK(t.heads_per_part <= t.max_heads);
     CHECK(t.max_heads <= pagedattn::max_heads_per_block);
-    CHECK(t.head_tiles * t.heads_per_tile >= ratio);
-    CHECK((t.head_tiles - 1) * t.heads_per_tile < ratio); // no empty tile
+    CHECK(t.head_parts * t.heads_per_part >= ratio);
+    CHECK((t.head_parts - 1) * t.heads_per_part < ratio); // no empty tile
   }
-  CHECK(pagedattn::detail::head_tiling(6).head_tiles == 1);
-  CHECK(pagedattn::detail::head_tiling(8).head_tiles == 1);
-  CHECK(pagedattn::detail::head_tiling(16).head_tiles == 2);
+  CHECK(pagedattn::detail::head_split(6).head_parts == 1);
+  CHECK(pagedattn::detail::head_split(8).head_parts == 1);
+  CHECK(pagedattn::detail::head_split(16).head_parts == 2);
 }
 
 TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", "[policy][host]")

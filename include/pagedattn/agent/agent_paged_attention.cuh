@@ -1,6 +1,6 @@
 #pragma once
 // The thread block's share of the paged decode: one (sequence, KV head, group of query heads, KV
-// partition) tile. Each K/V vector is loaded once and used for every query head of the group (GQA).
+// partition) work item. Each K/V vector is loaded once and used for every query head of the group (GQA).
 //
 // The partition's tokens are folded into the block's partial by one of two folds:
 // PartitionFoldTensorCore (mma.sync on a cp.async shared-memory pipeline; fp16/bf16 on sm_80+, when the
@@ -88,7 +88,7 @@ public:
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    // ---- which tile ---------------------------------------------------------------------------------
+    // ---- which work item -----------------------------------------------------------------------------
     if (threadIdx.x == 0)
     {
       if (p_.use_tickets)
@@ -99,22 +99,22 @@ public:
       else { temp_.ticket = blockIdx.x; }
     }
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(TracePoint::tile_chosen);
-    const TileCoordinates tile = tile_of_ticket(temp_.ticket, p_.max_partitions);
-    const int head_tile = tile.segment % p_.head_tiles;
-    const int kv_head = (tile.segment / p_.head_tiles) % p_.num_kv_heads;
-    const int seq = tile.segment / (p_.head_tiles * p_.num_kv_heads);
-    const int first_head = kv_head * p_.gqa_ratio + head_tile * p_.heads_per_tile;
-    const int heads = detail::min_int(p_.heads_per_tile, p_.gqa_ratio - head_tile * p_.heads_per_tile);
+    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+    const WorkItem item = work_item_of_ticket(temp_.ticket, p_.max_partitions);
+    const int head_part = item.segment % p_.head_parts;
+    const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
+    const int seq = item.segment / (p_.head_parts * p_.num_kv_heads);
+    const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
+    const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
     const int seq_len = p_.seq_lens[seq];
-    Fold::Prefetch(temp_.phase.fold, p_, seq, tile.partition * p_.partition_tokens); // overlaps the seq_len load
+    Fold::Prefetch(temp_.phase.fold, p_, seq, item.partition * p_.partition_tokens); // overlaps the seq_len load
 
     const bool bad_length = seq_len < 0 || seq_len > p_.max_seq_len ||
                             static_cast<std::int64_t>(seq_len) > static_cast<std::int64_t>(p_.max_blocks_per_seq) * p_.block_size;
     const int num_partitions = bad_length ? 0 : ceil_div(seq_len, p_.partition_tokens);
-    if (tile.partition >= num_partitions)
+    if (item.partition >= num_partitions)
     {
-      if (tile.partition == 0) // zero-length (or invalid) sequence: the first block writes the output
+      if (item.partition == 0) // zero-length (or invalid) sequence: the first block writes the output
       {
         const float fill = bad_length ? __int_as_float(0x7fc00000) : 0.f;
         for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
@@ -128,7 +128,7 @@ public:
     }
 
     // ---- fold this partition's tokens into own_stats / own_values ----------------------------------------
-    const int first_token = tile.partition * p_.partition_tokens;
+    const int first_token = item.partition * p_.partition_tokens;
     const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token,
                              detail::min_int(first_token + p_.partition_tokens, seq_len)};
     PartialStorage& own = temp_.partial();
@@ -149,12 +149,12 @@ public:
     {
       if (p_.one_wave_combine)
       {
-        CombineInOneWave(tile, num_partitions, heads, OutputWriter{this, seq, first_head});
+        CombineInOneWave(item, num_partitions, heads, OutputWriter{this, seq, first_head});
         return;
       }
     }
     Combine combine(temp_.combine(), heads);
-    combine.Run(p_.state, tile.segment, tile.partition, num_partitions, own.stats, own.values,
+    combine.Run(p_.state, item.segment, item.partition, num_partitions, own.stats, own.values,
                 OutputWriter{this, seq, first_head});
   }
 
@@ -165,19 +165,19 @@ private:
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void CombineInOneWave(TileCoordinates tile, int num_partitions, int heads, WriteOutput write)
+  PAGEDATTN_DEVICE void CombineInOneWave(WorkItem item, int num_partitions, int heads, WriteOutput write)
   {
     const PartialStorage& own = temp_.partial();
     SliceCombine slice(temp_.slice(), heads);
-    if (num_partitions > 1) { slice.StoreAggregate(p_.state, tile.segment, tile.partition, own.stats, own.values); }
-    else { Combine(temp_.combine(), heads).Run(p_.state, tile.segment, 0, 1, own.stats, own.values, write); }
+    if (num_partitions > 1) { slice.StoreAggregate(p_.state, item.segment, item.partition, own.stats, own.values); }
+    else { Combine(temp_.combine(), heads).Run(p_.state, item.segment, 0, 1, own.stats, own.values, write); }
     PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     const GridBarrier::Token arrival = GridBarrier::Arrive();
     typename SliceCombine::Plan plan{}; // worked out while the other blocks arrive
-    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, tile.segment, tile.partition, num_partitions); }
+    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, item.segment, item.partition, num_partitions); }
     GridBarrier::Wait(arrival);
     PAGEDATTN_TRACE_POINT(TracePoint::grid_barrier_passed);
-    if (num_partitions > 1) { slice.Run(p_.state, tile.segment, plan, write); }
+    if (num_partitions > 1) { slice.Run(p_.state, item.segment, plan, write); }
   }
 
   struct alignas(4 * sizeof(T)) Vector4 {

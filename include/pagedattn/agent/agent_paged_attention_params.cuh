@@ -2,7 +2,7 @@
 // The resolved arguments of one decode launch, as the kernel sees them.
 #include <cstdint>
 
-#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/agent/partition_combine_state.cuh>
 
 namespace pagedattn {
 
@@ -26,12 +26,12 @@ struct PagedAttentionParams {
   unsigned* error_count; ///< optional
 
   // Derived by the dispatch.
-  int heads_per_tile, head_tiles; ///< the GQA group of a KV head, split into tiles of <= MaxHeads heads
+  int heads_per_part, head_parts; ///< the GQA group of a KV head, split into tiles of <= MaxHeads heads
   int gqa_ratio;
   int partition_tokens, max_partitions;
   bool use_tickets; ///< a segment may have several combine groups (look-back): tiles by ticket; else blockIdx
   bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after the runtime's grid barrier (GridBarrier)
-  PartitionTileState state;
+  PartitionCombineState state;
 };
 
 } // namespace pagedattn

@@ -23,7 +23,7 @@ struct AgentPagedAttentionPolicy {
   /// The launch bound, and the automatic partition count's wave (blocks per SM).
   static constexpr int min_blocks_per_sm = 1;
   /// CUDA-core fold: 16-byte key loads in flight per lane.
-  static constexpr int key_chunks_in_flight = 4;
+  static constexpr int key_vectors_in_flight = 4;
   /// Fold fp16/bf16 on tensor cores (mma.sync, 32-lane warps, sm_80+); fp32 always uses CUDA cores.
   static constexpr bool tensor_cores = false;
   /// Tensor-core pipeline: buffers (stages - 1 in flight) of about tile_bytes of K and V each.

@@ -21,9 +21,9 @@
 // however far back the look-back went (by induction on g). The output is therefore the same bits
 // whatever the timing, and equals the two-kernel combine (FoldSegment), which folds in the same order.
 // Short tail: after the last partition finishes, one group fold and one look-back fold remain, and a
-// fold of up to fold_chunk (= partition_group_size + 1 = 9) partials costs one L2 round trip: their
+// fold of up to fold_batch (= partition_group_size + 1 = 9) partials costs one L2 round trip: their
 // statistics and values are all loaded at once, and the rescale factors of the fold's steps are
-// computed in parallel (FoldChunk), not one after the other.
+// computed in parallel (FoldBatch), not one after the other.
 //
 // Forward progress: tiles come from an atomic ticket taken when a block starts, numbered so that the
 // partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
@@ -31,7 +31,7 @@
 // have started run to completion unless they wait, so by induction every wait ends: no deadlock,
 // whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits,
 // and a block's tile is simply its blockIdx.x (no ticket).
-#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
@@ -56,16 +56,16 @@ class AgentPartitionCombine {
   static constexpr int vectors_per_thread = ceil_div(max_vectors, BlockThreads);
 
 public:
-  /// Partials folded per chunk (one L2 round trip, FoldChunk): a whole group, or, in a look-back fold, the
+  /// Partials folded per batch (one L2 round trip, FoldBatch): a whole group, or, in a look-back fold, the
   /// inclusive value found plus up to a group's worth of aggregates (up to 9 groups, 72 partitions, the
   /// whole look-back fold is one round trip).
-  static constexpr int fold_chunk = partition_group_size + 1;
+  static constexpr int fold_batch = partition_group_size + 1;
 
   struct TempStorage {
     float max_score[MaxHeads];
     float exp_sum[MaxHeads];
-    float2 staged_stats[fold_chunk][MaxHeads];     ///< (max score, exp sum) of the chunk's partials
-    SoftmaxRescale rescale[fold_chunk][MaxHeads];  ///< the factors of each fold step of the chunk
+    float2 staged_stats[fold_batch][MaxHeads];     ///< (max score, exp sum) of the batch's partials
+    SoftmaxRescale rescale[fold_batch][MaxHeads];  ///< the factors of each fold step of the batch
     int lookback_start;
     int last_arrival;
   };
@@ -76,7 +76,7 @@ public:
   /// ([heads][2]: max, sum) and own_values ([heads][HeadDim]) hold the block's aggregate in shared
   /// memory. write(h, vector_index, float4) stores the normalised output. Every thread calls it.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, int partition, int num_partitions,
+  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, int segment, int partition, int num_partitions,
                             const float* own_stats, const float* own_values, WriteOutput write,
                             detail::CombineTiming* timing = nullptr)
   {
@@ -91,7 +91,7 @@ public:
     const int group = partition / partition_group_size;
     const int group_first = group * partition_group_size;
     const int group_size = min(partition_group_size, num_partitions - group_first);
-    StoreValue(state.tile(segment, partition));
+    StoreValue(state.partial(segment, partition));
     __syncthreads(); // every thread's stores, before thread 0 releases them
     if (threadIdx.x == 0)
     {
@@ -107,7 +107,7 @@ public:
     if (!temp_.last_arrival) { return; }
 
     // 2. fold the group (this block's own aggregate is still in registers: it is not loaded back)
-    FoldSequence([&](int q) { return q == partition ? running_value : state.tile(segment, q); }, group_first, group_size, /*fresh=*/true);
+    FoldSequence([&](int q) { return q == partition ? running_value : state.partial(segment, q); }, group_first, group_size, /*fresh=*/true);
     PAGEDATTN_TRACE_POINT(TracePoint::group_folded);
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     if (num_groups == 1)
@@ -119,34 +119,34 @@ public:
     // 3. publish, look back over the groups, fold forward
     if (group == 0)
     {
-      Publish(state, segment, 0, tile_status_inclusive);
+      Publish(state, segment, 0, group_status_inclusive);
       return;
     }
-    Publish(state, segment, group, tile_status_aggregate);
+    Publish(state, segment, group, group_status_aggregate);
     PAGEDATTN_TRACE_POINT(TracePoint::group_published);
     if (arch::warp_id() == 0) { LookBack(state, segment, group); }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(TracePoint::looked_back);
     // I_g = I_k ⊕ A_{k+1} ⊕ ... ⊕ A_g, one left fold whose first operand is group k's inclusive value. A_g
-    // (just published) is still in registers, which serves while the fold is a single chunk.
+    // (just published) is still in registers, which serves while the fold is a single batch.
     const int k = temp_.lookback_start;
-    const bool one_chunk = group - k + 1 <= fold_chunk;
-    FoldSequence([&](int q) { return q == group && one_chunk ? running_value : state.group(segment, q, /*inclusive=*/q == k); }, k,
+    const bool one_batch = group - k + 1 <= fold_batch;
+    FoldSequence([&](int q) { return q == group && one_batch ? running_value : state.group(segment, q, /*inclusive=*/q == k); }, k,
                  group - k + 1, /*fresh=*/true);
 
     PAGEDATTN_TRACE_POINT(TracePoint::final_fold_done);
     // 4. publish the inclusive value, or finish the segment
-    if (group < num_groups - 1) { Publish(state, segment, group, tile_status_inclusive); }
+    if (group < num_groups - 1) { Publish(state, segment, group, group_status_inclusive); }
     else { Finish(write, timing); }
   }
 
   /// Two-kernel combine, second kernel: the same combine tree, folded by one block per segment without
   /// waiting (group aggregates go through global memory exactly as in Run). Same bits as Run().
-  /// A fold source that stands for the running value (FoldChunk).
+  /// A fold source that stands for the running value (FoldBatch).
   static constexpr PartialRef running_value{nullptr, nullptr};
 
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void FoldSegment(const PartitionTileState& state, int segment, int num_partitions, WriteOutput write)
+  PAGEDATTN_DEVICE void FoldSegment(const PartitionCombineState& state, int segment, int num_partitions, WriteOutput write)
   {
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     for (int g = 0; g < num_groups; ++g)
@@ -165,11 +165,11 @@ public:
   }
 
   /// Two-kernel combine, first kernel: store the aggregate, no counter, no look-back.
-  PAGEDATTN_DEVICE void StoreAggregate(const PartitionTileState& state, int segment, int partition, const float* own_stats,
+  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, int segment, int partition, const float* own_stats,
                                        const float* own_values)
   {
     LoadOwn(own_stats, own_values);
-    StoreValue(state.tile(segment, partition));
+    StoreValue(state.partial(segment, partition));
   }
 
 private:
@@ -203,20 +203,20 @@ private:
   template <class Src>
   PAGEDATTN_DEVICE void FoldSequence(Src src, int first, int count, bool fresh)
   {
-    for (int done = 0; done < count; done += fold_chunk) { FoldChunk(src, first + done, min(fold_chunk, count - done), fresh && done == 0); }
+    for (int done = 0; done < count; done += fold_batch) { FoldBatch(src, first + done, min(fold_batch, count - done), fresh && done == 0); }
   }
 
-  /// FoldSequence for count <= fold_chunk partials, in one L2 round trip. The arithmetic is that of a
+  /// FoldSequence for count <= fold_batch partials, in one L2 round trip. The arithmetic is that of a
   /// plain left fold (one softmax_rescale and one rescaled_sum per element and step), but its steps'
   /// rescale factors come out in parallel (fold_step_factors: one thread per step and head), so only the
   /// exp sums and the values remain sequential chains of FMAs. A source equal to running_value stands for the running
   /// value itself (only with fresh: it becomes an operand). Ends with a barrier.
   template <class Src>
-  PAGEDATTN_DEVICE void FoldChunk(Src src, int first, int count, bool fresh)
+  PAGEDATTN_DEVICE void FoldBatch(Src src, int first, int count, bool fresh)
   {
-    static_assert(fold_chunk * MaxHeads <= BlockThreads, "one thread per staged statistic");
+    static_assert(fold_batch * MaxHeads <= BlockThreads, "one thread per staged statistic");
     // 1. every partial's statistics (one per thread) and this thread's float4 share of every partial's
-    //    values: all loads are issued before the first use of any, so the chunk costs one round trip
+    //    values: all loads are issued before the first use of any, so the batch costs one round trip
     const int stat_q = static_cast<int>(threadIdx.x) / heads_, stat_h = static_cast<int>(threadIdx.x) % heads_;
     const bool stages_stat = stat_q < count;
     float2 stat = make_float2(0.f, 0.f);
@@ -226,9 +226,9 @@ private:
       stat = ref.stats ? make_float2(arch::load_cg(ref.stats + 2 * stat_h), arch::load_cg(ref.stats + 2 * stat_h + 1))
                        : make_float2(temp_.max_score[stat_h], temp_.exp_sum[stat_h]);
     }
-    float4 x[fold_chunk][vectors_per_thread];
+    float4 x[fold_batch][vectors_per_thread];
 #pragma unroll
-    for (int q = 0; q < fold_chunk; ++q)
+    for (int q = 0; q < fold_batch; ++q)
     {
       if (q >= count) { break; }
       const float* values = src(first + q).values;
@@ -267,7 +267,7 @@ private:
       temp_.exp_sum[h] = l;
     }
 #pragma unroll
-    for (int q = 0; q < fold_chunk; ++q)
+    for (int q = 0; q < fold_batch; ++q)
     {
       if (q >= count) { break; }
 #pragma unroll
@@ -288,9 +288,9 @@ private:
   }
 
   /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
-  PAGEDATTN_DEVICE void FoldTiles(const PartitionTileState& state, int segment, int first, int count)
+  PAGEDATTN_DEVICE void FoldTiles(const PartitionCombineState& state, int segment, int first, int count)
   {
-    FoldSequence([&](int q) { return state.tile(segment, q); }, first, count, /*fresh=*/true);
+    FoldSequence([&](int q) { return state.partial(segment, q); }, first, count, /*fresh=*/true);
   }
 
   /// Store the running value (cache-global stores; the caller orders them).
@@ -311,16 +311,16 @@ private:
 
   /// Store the running value as the group's aggregate or inclusive value, then (after every thread's
   /// stores) flip the group's status with release order.
-  PAGEDATTN_DEVICE void Publish(const PartitionTileState& state, int segment, int group, TileStatus status)
+  PAGEDATTN_DEVICE void Publish(const PartitionCombineState& state, int segment, int group, GroupStatus status)
   {
-    StoreValue(state.group(segment, group, status == tile_status_inclusive));
+    StoreValue(state.group(segment, group, status == group_status_inclusive));
     __syncthreads(); // every thread's value stores before the status store, which releases them
     if (threadIdx.x == 0) { arch::store_release(state.status + state.group_index(segment, group), status); }
   }
 
   /// Warp 0: find the nearest group k < group whose status is INCLUSIVE such that every group in
   /// (k, group) is at least AGGREGATE; leave it in temp_.lookback_start.
-  PAGEDATTN_DEVICE void LookBack(const PartitionTileState& state, int segment, int group)
+  PAGEDATTN_DEVICE void LookBack(const PartitionCombineState& state, int segment, int group)
   {
     const int lane = arch::lane_id();
     const unsigned* status = state.status + state.group_index(segment, 0);
@@ -329,9 +329,9 @@ private:
     while (true)
     {
       const int q = window_end - 1 - lane;
-      const unsigned st = q >= 0 ? arch::load_acquire(status + q) : tile_status_aggregate;
-      const lane_mask_t inclusive = arch::ballot(st == tile_status_inclusive);
-      const lane_mask_t invalid = arch::ballot(st == tile_status_invalid);
+      const unsigned st = q >= 0 ? arch::load_acquire(status + q) : group_status_aggregate;
+      const lane_mask_t inclusive = arch::ballot(st == group_status_inclusive);
+      const lane_mask_t invalid = arch::ballot(st == group_status_invalid);
       if (inclusive)
       {
         const int nearest = arch::lowest_lane(inclusive);

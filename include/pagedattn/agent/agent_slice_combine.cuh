@@ -10,7 +10,7 @@
 // partition_group_size partitions, then a left fold of the group aggregates, with the same
 // softmax_rescale and rescaled_sum calls in the same order per element, and the same normalisation.
 // So the output does not depend on which of the two combines a launch used.
-#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
@@ -68,10 +68,10 @@ public:
 
   /// Store a partition's aggregate (stats [heads][2], values [heads][HeadDim] in shared memory) where
   /// Run() of the segment's blocks reads it. Every thread calls it.
-  PAGEDATTN_DEVICE void StoreAggregate(const PartitionTileState& state, int segment, int partition, const float* own_stats,
+  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, int segment, int partition, const float* own_stats,
                                        const float* own_values) const
   {
-    const PartialRef dst = state.tile(segment, partition);
+    const PartialRef dst = state.partial(segment, partition);
     for (int i = threadIdx.x; i < 2 * heads_; i += BlockThreads) { arch::store_cg(dst.stats + i, own_stats[i]); }
     for (int v = threadIdx.x; v < heads_ * vectors_per_head; v += BlockThreads)
     {
@@ -81,7 +81,7 @@ public:
 
   /// The plan of slice `slice` of a segment with `num_partitions` (2 .. max_partitions) stored
   /// aggregates, for the calling thread. Reads nothing but the arguments.
-  PAGEDATTN_DEVICE Plan MakePlan(const PartitionTileState& state, int segment, int slice, int num_partitions) const
+  PAGEDATTN_DEVICE Plan MakePlan(const PartitionCombineState& state, int segment, int slice, int num_partitions) const
   {
     Plan plan{};
     plan.parts = num_partitions;
@@ -92,7 +92,7 @@ public:
     plan.slice_vectors = max(0, min(vectors, plan.v0 + per_slice) - plan.v0);
     plan.pairs = plan.slice_vectors * plan.groups;
     plan.value_stride = static_cast<int>(state.partial_floats() / 4);
-    const PartialRef first = state.tile(segment, 0);
+    const PartialRef first = state.partial(segment, 0);
     plan.pair_count = 0;
     if (static_cast<int>(threadIdx.x) < plan.pairs)
     {
@@ -127,7 +127,7 @@ public:
   ///   3. per vector of the slice: the fold of its group aggregates and of their exp sums, normalised.
   /// Every load of phases 1 and 2 (statistics and values) is issued before the first is used.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionTileState& state, int segment, const Plan& plan, WriteOutput write)
+  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, int segment, const Plan& plan, WriteOutput write)
   {
     PAGEDATTN_TRACE_POINT(TracePoint::slice_fold_started);
     float2 s[group_size];
@@ -137,7 +137,7 @@ public:
     PAGEDATTN_TRACE_AFTER(TracePoint::slice_stats_landed, s[0].x);
     PAGEDATTN_TRACE_AFTER(TracePoint::slice_values_landed, x[0].x);
 
-    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldChunk, its
+    // 1. per (group, head): the same left fold of statistics as AgentPartitionCombine's FoldBatch, its
     //    steps' factors side by side (fold_factors; steps past the group's end fold the padding (-inf, 0)
     //    and are not used).
     for (int item = threadIdx.x; item < plan.group_heads; item += BlockThreads)
@@ -148,7 +148,7 @@ public:
         g = item / heads_;
         h = item % heads_;
         stat_count = min(group_size, plan.parts - g * group_size);
-        LoadStats(reinterpret_cast<const float2*>(state.tile(segment, g * group_size).stats) + h, stat_count, state.heads, s);
+        LoadStats(reinterpret_cast<const float2*>(state.partial(segment, g * group_size).stats) + h, stat_count, state.heads, s);
       }
       SoftmaxRescale r[group_size];
       fold_factors(s, r);
@@ -179,7 +179,7 @@ public:
         g = pair / plan.slice_vectors;
         v = plan.v0 + pair % plan.slice_vectors;
         count = min(group_size, plan.parts - g * group_size);
-        LoadValues(reinterpret_cast<const float4*>(state.tile(segment, g * group_size).values) + v, count, plan.value_stride, x);
+        LoadValues(reinterpret_cast<const float4*>(state.partial(segment, g * group_size).values) + v, count, plan.value_stride, x);
       }
       const int h = v / vectors_per_head;
       SoftmaxRescale r[group_size]; // every factor read before the chain that uses them

@@ -4,15 +4,15 @@
 // the tensor-core block tile reads its fragments from (ldmatrix rows).
 //
 // Shared-memory layout of a stage (a "unit" is 16 bytes = 8 elements of the 16-bit type):
-//   K: [HeadDim / 8 chunks][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t.
+//   K: [HeadDim / 8 vectors][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t.
 //   V: [HeadDim dims][4] units; unit (d, u) holds tokens 8u .. 8u+7 of dim d and lives at
 //      d * 4 + (u ^ v_swizzle(d)).
-// An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one K chunk (128 contiguous bytes),
+// An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one K vector (128 contiguous bytes),
 // or one V unit of 8 consecutive dims, which v_swizzle spreads over the 8 16-byte bank groups.
 //
 // Copy assignment (one thread = one token of K, one 8-token unit of V, so all index math is per tile):
-//   K: lane t copies token t's chunks c = warp, warp + warps, ... (a warp copies 32 tokens x 16 bytes of
-//      one chunk: 16 * block_size contiguous bytes per cache block);
+//   K: lane t copies token t's vectors c = warp, warp + warps, ... (a warp copies 32 tokens x 16 bytes of
+//      one vector: 16 * block_size contiguous bytes per cache block);
 //   V: lane l copies unit l % 4 of dims l / 4 + 8 * warp + 32 * i (a warp: 8 dims x 64 bytes).
 // Tokens at or past the partition's end are zero-filled (never read: the cache past a sequence may hold
 // anything, and 0 * NaN would poison the PV product); so are the tokens of a live block whose id lies
@@ -29,11 +29,11 @@ class KvTileStage {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int warps = BlockThreads / warp_threads;
-  static constexpr int chunks = HeadDim / 8;       ///< K units per token
+  static constexpr int key_vectors = HeadDim / 8;  ///< K units (16-byte vectors) per token
   static constexpr int v_units_per_dim = tile_tokens / 8;
-  static constexpr int k_units = chunks * tile_tokens;
+  static constexpr int k_units = key_vectors * tile_tokens;
   static constexpr int v_units = HeadDim * v_units_per_dim;
-  static constexpr int k_copies = (chunks + warps - 1) / warps;               ///< K units per thread
+  static constexpr int k_copies = (key_vectors + warps - 1) / warps;               ///< K units per thread
   static constexpr int v_dims_per_pass = BlockThreads / v_units_per_dim;      ///< dims covered per V pass
   static constexpr int v_copies = (HeadDim + v_dims_per_pass - 1) / v_dims_per_pass;
   static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
@@ -50,7 +50,7 @@ public:
   };
 
   static PAGEDATTN_HOST_DEVICE int v_swizzle(int dim) { return (dim >> 1) & 3; }
-  static PAGEDATTN_HOST_DEVICE int k_unit(int chunk, int token) { return chunk * tile_tokens + token; }
+  static PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) { return vector * tile_tokens + token; }
   static PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) { return dim * v_units_per_dim + (unit ^ v_swizzle(dim)); }
 
   /// Issue the copies of the tile starting at token0 (a multiple of the block size) into `stage`; the
@@ -74,16 +74,16 @@ public:
       return cache + (static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * head_elems;
     };
 
-    // K: token `lane`, element (c, t % block_size, 0) of the block's [chunks][block_size][8] run.
+    // K: token `lane`, element (c, t % block_size, 0) of the block's [key_vectors][block_size][8] run.
     const T* k = head_run(lane, p.key_cache);
     const int k_bytes = k ? 16 : 0;
     const T* k_src = k ? k + 8 * (lane & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(8 * warp) << log2_block_size) : p.key_cache;
-    const std::int64_t k_step = k ? static_cast<std::int64_t>(8 * warps) << log2_block_size : 0; // warps chunks on
+    const std::int64_t k_step = k ? static_cast<std::int64_t>(8 * warps) << log2_block_size : 0; // warps vectors on
     uint4* k_dst = &stage.k[k_unit(warp, lane)];
 #pragma unroll
     for (int i = 0; i < k_copies; ++i, k_src += k_step, k_dst += warps * tile_tokens)
     {
-      if (k_copies * warps != chunks && warp + i * warps >= chunks) { break; } // warp-uniform
+      if (k_copies * warps != key_vectors && warp + i * warps >= key_vectors) { break; } // warp-uniform
       arch::copy_async_16(k_dst, k_src, k_bytes);
     }
 

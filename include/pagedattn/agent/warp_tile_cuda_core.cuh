@@ -6,7 +6,7 @@
 //       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
 //   softmax: the tile's scores per head, relative to the tile maximum (WarpReduceShfl max and sum),
-//       folded in with begin_chunk(); the weights go to per-warp shared memory.
+//       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens per
 //       16 bytes for fp16) once for all heads.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
@@ -23,7 +23,7 @@ public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
   static constexpr int max_heads = MaxHeads;
   static constexpr int x = elements_per_vector<T>;
-  static constexpr int chunks = HeadDim / x;        ///< 16-byte slices of one key
+  static constexpr int key_vectors = HeadDim / x;   ///< 16-byte vectors of one key
   static constexpr int v_vectors = tile_tokens / 8; ///< 8-token V vectors per tile (8 = smallest block)
   static constexpr int v_loads = 8 / x;             ///< 16-byte loads per 8-token V vector (1 or 2)
   using Partial = WarpAttentionPartial<HeadDim>;
@@ -75,8 +75,8 @@ public:
     if (live)
     {
       const T* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
-#pragma unroll(Policy::key_chunks_in_flight)
-      for (int ch = 0; ch < chunks; ++ch)
+#pragma unroll(Policy::key_vectors_in_flight)
+      for (int ch = 0; ch < key_vectors; ++ch)
       {
         float kf[x];
         load_vector_as_float(k + static_cast<std::int64_t>(ch) * p_.block_size * x, kf);
@@ -99,7 +99,7 @@ public:
       }
     }
 
-    // softmax of the tile per head, relative to the tile maximum, folded in with begin_chunk().
+    // softmax of the tile per head, relative to the tile maximum, folded in with begin_tile().
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g)
     {
@@ -112,7 +112,7 @@ public:
         }
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
         const float e = live ? expf(s - tile_max) : 0.f;
-        const float beta = partial_[g].begin_chunk(tile_max, WarpReduceShfl<float>::AllSum(e));
+        const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
         loop_.weights[warp][g][lane] = beta * e;
       }
     }

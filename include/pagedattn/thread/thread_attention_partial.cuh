@@ -44,21 +44,21 @@ struct AttentionPartial {
 
   PAGEDATTN_HOST_DEVICE bool empty() const { return exp_sum == 0.f; }
 
-  /// Add one chunk of n tokens: scores[t] (-inf for masked tokens) and values[t * HeadDim + d].
-  /// The chunk is summarised relative to its own maximum (p_t = exp(s_t - m_chunk)), then combined
+  /// Add a tile of n tokens: scores[t] (-inf for masked tokens) and values[t * HeadDim + d].
+  /// The tile is summarised relative to its own maximum (p_t = exp(s_t - m_tile)), then combined
   /// with alpha/beta rescaling: the seed's corrected online-softmax step.
-  PAGEDATTN_HOST_DEVICE void add_chunk(const float* scores, const float* values, int n)
+  PAGEDATTN_HOST_DEVICE void add_tokens(const float* scores, const float* values, int n)
   {
-    AttentionPartial chunk = identity();
-    for (int t = 0; t < n; ++t) { chunk.max_score = scores[t] > chunk.max_score ? scores[t] : chunk.max_score; }
-    if (chunk.max_score == -INFINITY) { return; } // empty or fully masked chunk: identity
+    AttentionPartial tile = identity();
+    for (int t = 0; t < n; ++t) { tile.max_score = scores[t] > tile.max_score ? scores[t] : tile.max_score; }
+    if (tile.max_score == -INFINITY) { return; } // empty or fully masked tile: identity
     for (int t = 0; t < n; ++t)
     {
-      const float p = detail::exp_f32(scores[t] - chunk.max_score);
-      chunk.exp_sum += p;
-      for (int d = 0; d < HeadDim; ++d) { chunk.weighted_v[d] = detail::fma_rn(p, values[t * HeadDim + d], chunk.weighted_v[d]); }
+      const float p = detail::exp_f32(scores[t] - tile.max_score);
+      tile.exp_sum += p;
+      for (int d = 0; d < HeadDim; ++d) { tile.weighted_v[d] = detail::fma_rn(p, values[t * HeadDim + d], tile.weighted_v[d]); }
     }
-    *this = OnlineSoftmaxCombine{}(*this, chunk);
+    *this = OnlineSoftmaxCombine{}(*this, tile);
   }
 
   /// Normalised attention output for dimension d: weighted_v[d] / exp_sum (0 for the empty partial).

@@ -3,7 +3,7 @@
 //
 // Lane l holds dimensions d = l + i * warp_threads for i < items_per_lane (d < HeadDim); max_score and
 // exp_sum are the same in every lane. A warp that owns a stream of tokens keeps one of these per query
-// head and folds in chunks of tokens with begin_chunk() + accumulate(); BlockReducePartials merges the
+// head and folds in tiles of tokens with begin_tile() + accumulate(); BlockReducePartials merges the
 // warps' partials at the end.
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -30,16 +30,16 @@ struct WarpAttentionPartial {
     for (int i = 0; i < items_per_lane; ++i) { weighted_v[i] = 0.f; }
   }
 
-  /// Start folding in a chunk whose scores have maximum chunk_max and sum of exp(s - chunk_max) equal
-  /// to chunk_exp_sum. Rescales the running state by alpha and returns beta: the caller then adds
-  /// (beta * exp(s_t - chunk_max)) * V_t for each token through accumulate(). This is
-  /// OnlineSoftmaxCombine with the chunk's weighted_v folded in afterwards, so no second
+  /// Start folding in a tile whose scores have maximum tile_max and sum of exp(s - tile_max) equal
+  /// to tile_exp_sum. Rescales the running state by alpha and returns beta: the caller then adds
+  /// (beta * exp(s_t - tile_max)) * V_t for each token through accumulate(). This is
+  /// OnlineSoftmaxCombine with the tile's weighted_v folded in afterwards, so no second
   /// accumulator is needed.
-  PAGEDATTN_DEVICE float begin_chunk(float chunk_max, float chunk_exp_sum)
+  PAGEDATTN_DEVICE float begin_tile(float tile_max, float tile_exp_sum)
   {
-    const SoftmaxRescale r = softmax_rescale(max_score, chunk_max);
+    const SoftmaxRescale r = softmax_rescale(max_score, tile_max);
     max_score = r.max_score;
-    exp_sum = rescaled_sum(r, exp_sum, chunk_exp_sum);
+    exp_sum = rescaled_sum(r, exp_sum, tile_exp_sum);
 #pragma unroll
     for (int i = 0; i < items_per_lane; ++i) { weighted_v[i] = detail::mul_rn(r.alpha, weighted_v[i]); }
     return r.beta;

@@ -13,7 +13,7 @@ namespace detail {
 
 /// The init pass of a look-back launch, in the stream (so graphs capture it): ticket, arrival counters
 /// and statuses back to zero.
-inline cudaError_t reset_partition_state(void* d_temp_storage, const PartitionTileLayout& layout, cudaStream_t stream)
+inline cudaError_t reset_partition_state(void* d_temp_storage, const PartitionCombineLayout& layout, cudaStream_t stream)
 {
   const std::size_t count = layout.reset_bytes / sizeof(unsigned);
   const std::size_t blocks = (count + 255) / 256;

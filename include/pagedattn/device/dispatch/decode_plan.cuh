@@ -4,7 +4,7 @@
 // blocks, the partition size (a wave model), the temporary storage, and the one decision of which
 // combine runs. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
 #include <pagedattn/agent/agent_slice_combine.cuh>
-#include <pagedattn/agent/partition_tile_state.cuh>
+#include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
 
@@ -32,12 +32,12 @@ template <int... HeadDims>
 bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return ((h == HeadDims) || ...); }
 
 /// How a KV head's group of query heads is split over thread blocks.
-struct HeadTiling {
-  int head_tiles;     ///< blocks per (sequence, KV head, partition)
-  int heads_per_tile; ///< query heads per block (the last tile may have fewer)
+struct HeadSplit {
+  int head_parts;     ///< blocks per (sequence, KV head, partition)
+  int heads_per_part; ///< query heads per block (the last tile may have fewer)
   int max_heads;      ///< the kernel instantiation: 1, 4 or 8
 };
-inline HeadTiling head_tiling(int gqa_ratio)
+inline HeadSplit head_split(int gqa_ratio)
 {
   const int tiles = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
   const int per_tile = (gqa_ratio + tiles - 1) / tiles;
@@ -165,11 +165,11 @@ enum class CombineKind {
 struct DecodePlan {
   int partition_tokens;
   int max_partitions;
-  HeadTiling tiling;
+  HeadSplit head_split;
   std::size_t num_segments;
   std::size_t grid;  ///< thread blocks: num_segments x max_partitions
   bool partitioned;  ///< more than one partition possible: partials, statuses, a combine
-  PartitionTileLayout layout;
+  PartitionCombineLayout layout;
   std::size_t temp_bytes;
   CombineKind combine; ///< set by choose_combine
 };
@@ -178,13 +178,13 @@ template <class Policy, class T>
 DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
 {
   DecodePlan plan{};
-  plan.tiling = head_tiling(a.num_heads / a.num_kv_heads);
-  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.tiling.head_tiles;
+  plan.head_split = head_split(a.num_heads / a.num_kv_heads);
+  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.head_split.head_parts;
   plan.partition_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
   plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
   plan.grid = plan.num_segments * static_cast<std::size_t>(plan.max_partitions);
   plan.partitioned = plan.max_partitions > 1;
-  plan.layout = PartitionTileLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.tiling.heads_per_tile,
+  plan.layout = PartitionCombineLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.head_split.heads_per_part,
                                     a.head_size);
   plan.temp_bytes = plan.partitioned ? plan.layout.total_bytes : 16; // never 0, so a real allocation exists
   plan.combine = plan.partitioned ? CombineKind::look_back : CombineKind::single_partition;

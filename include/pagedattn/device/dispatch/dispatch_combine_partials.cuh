@@ -13,14 +13,14 @@ namespace detail {
 
 /// How the partitions of a segment are merged (the facade always runs single_pass).
 enum class PartitionCombineAlgorithm {
-  single_pass, ///< one launch: tile statuses and decoupled look-back
+  single_pass, ///< one launch: group statuses and decoupled look-back
   two_kernel,  ///< a second launch folds the partitions (vLLM v2's scheme), for comparison
 };
 
 /// Test and benchmark hooks of the combine. With any of them set, the kernels are the Debug
 /// instantiations; the facade's kernels have no hook code.
 struct CombineDebugOptions {
-  unsigned max_delay_ns = 0;       ///< each tile sleeps a pseudo-random 0..max before publishing
+  unsigned max_delay_ns = 0;       ///< each block sleeps a pseudo-random 0..max before publishing
   CombineTiming* timing = nullptr; ///< [num_segments] timestamps (zeroed by the caller)
 };
 
@@ -32,17 +32,17 @@ struct CombinePartialsParams {
   int num_segments;
   int max_partitions;
   int heads;
-  PartitionTileState state;
+  PartitionCombineState state;
   CombineDebugOptions debug;
 };
 
 constexpr int combine_block_threads = 256;
 
-/// Deterministic per-tile delay for the stress test (hash of the tile index); Debug kernels only.
-PAGEDATTN_DEVICE void debug_delay(unsigned max_ns, std::size_t tile)
+/// Deterministic per-partial delay for the stress test (hash of the partial's index); Debug kernels only.
+PAGEDATTN_DEVICE void debug_delay(unsigned max_ns, std::size_t slot)
 {
   if (max_ns == 0 || threadIdx.x != 0) { return; }
-  unsigned h = static_cast<unsigned>(tile) * 2654435761u;
+  unsigned h = static_cast<unsigned>(slot) * 2654435761u;
   h ^= h >> 15;
   const unsigned long long until = arch::global_timer_ns() + h % max_ns;
   while (arch::global_timer_ns() < until) { arch::sleep_ns(100); }
@@ -53,12 +53,12 @@ struct CombineStaging {
   float stats[MaxHeads * 2];
   alignas(16) float values[MaxHeads * HeadDim];
 
-  /// Copy tile `tile`'s input partial into shared memory (all threads; ends with a barrier).
-  PAGEDATTN_DEVICE void load(const CombinePartialsParams& p, std::size_t tile)
+  /// Copy the input partial at `slot` into shared memory (all threads; ends with a barrier).
+  PAGEDATTN_DEVICE void load(const CombinePartialsParams& p, std::size_t slot)
   {
     const std::size_t n = static_cast<std::size_t>(p.heads) * HeadDim;
-    for (int i = threadIdx.x; i < 2 * p.heads; i += blockDim.x) { stats[i] = p.partial_stats[tile * 2 * p.heads + i]; }
-    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) { values[i] = p.partial_values[tile * n + i]; }
+    for (int i = threadIdx.x; i < 2 * p.heads; i += blockDim.x) { stats[i] = p.partial_stats[slot * 2 * p.heads + i]; }
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) { values[i] = p.partial_values[slot * n + i]; }
     __syncthreads();
   }
 };
@@ -97,15 +97,15 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
   __shared__ unsigned ticket;
   if (threadIdx.x == 0) { ticket = arch::atomic_fetch_add(p.state.ticket, 1u); }
   __syncthreads();
-  const auto [segment, partition] = tile_of_ticket(ticket, p.max_partitions);
+  const auto [segment, partition] = work_item_of_ticket(ticket, p.max_partitions);
   const int num_partitions = checked_partitions(p, segment);
   float* out = p.output + static_cast<std::size_t>(segment) * p.heads * HeadDim;
   if (num_partitions <= 0 && partition == 0) { fill_segment(out, p.heads * HeadDim, num_partitions == 0 ? 0.f : quiet_nan()); }
   if (partition >= num_partitions) { return; }
 
-  const std::size_t tile = p.state.tile_index(segment, partition);
-  own.load(p, tile);
-  if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, tile); }
+  const std::size_t slot = p.state.partial_index(segment, partition);
+  own.load(p, slot);
+  if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, slot); }
   Agent(temp, p.heads).Run(p.state, segment, partition, num_partitions, own.stats, own.values, FloatOutputWriter{out, HeadDim},
                            Debug && p.debug.timing ? p.debug.timing + segment : nullptr);
 }
@@ -153,7 +153,7 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
   {
     return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
   }
-  const PartitionTileLayout layout(static_cast<std::size_t>(num_segments), max_partitions, heads, HeadDim);
+  const PartitionCombineLayout layout(static_cast<std::size_t>(num_segments), max_partitions, heads, HeadDim);
   if (d_temp_storage == nullptr)
   {
     temp_storage_bytes = layout.total_bytes;
@@ -172,19 +172,19 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
   if (num_segments == 0) { return cudaSuccess; }
 
   CombinePartialsParams p{d_partial_stats, d_partial_values, d_num_partitions, d_output, num_segments, max_partitions, heads,
-                          PartitionTileState::bind(d_temp_storage, layout), debug};
-  const unsigned tiles = static_cast<unsigned>(static_cast<std::size_t>(num_segments) * max_partitions);
+                          PartitionCombineState::bind(d_temp_storage, layout), debug};
+  const unsigned blocks = static_cast<unsigned>(static_cast<std::size_t>(num_segments) * max_partitions);
   if (algorithm == PartitionCombineAlgorithm::single_pass)
   {
     // The init pass: ticket, arrival counters and statuses back to zero, in the stream (captured by CUDA
     // graphs too).
-    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(tile status)"));
+    PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(group status)"));
     const bool debug_hooks = debug.max_delay_ns != 0 || debug.timing != nullptr;
     (debug_hooks ? single_pass_combine_kernel<HeadDim, MaxHeads, true> : single_pass_combine_kernel<HeadDim, MaxHeads, false>)
-        <<<tiles, combine_block_threads, 0, stream>>>(p);
+        <<<blocks, combine_block_threads, 0, stream>>>(p);
     return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");
   }
-  store_aggregates_kernel<HeadDim, MaxHeads, true><<<tiles, combine_block_threads, 0, stream>>>(p); // tests only
+  store_aggregates_kernel<HeadDim, MaxHeads, true><<<blocks, combine_block_threads, 0, stream>>>(p); // tests only
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "store_aggregates_kernel launch"));
   fold_segments_kernel<HeadDim, MaxHeads><<<num_segments, combine_block_threads, 0, stream>>>(p);
   return check_cuda(cudaGetLastError(), "fold_segments_kernel launch");

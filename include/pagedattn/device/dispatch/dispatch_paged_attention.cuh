@@ -64,8 +64,8 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
   p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
   p.error_count = a.error_count;
-  p.heads_per_tile = plan.tiling.heads_per_tile;
-  p.head_tiles = plan.tiling.head_tiles;
+  p.heads_per_part = plan.head_split.heads_per_part;
+  p.head_parts = plan.head_split.head_parts;
   p.gqa_ratio = a.num_heads / a.num_kv_heads;
   p.partition_tokens = plan.partition_tokens;
   p.max_partitions = plan.max_partitions;
@@ -73,7 +73,7 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
   // launch has every block resident, and meets at the runtime's barrier instead.
   p.use_tickets = plan.combine == CombineKind::look_back && plan.layout.max_groups > 1;
   p.one_wave_combine = plan.combine == CombineKind::one_wave;
-  p.state = PartitionTileState::bind(d_temp_storage, plan.layout);
+  p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
   return p;
 }
 
@@ -102,7 +102,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     if (a.num_seqs == 0) { return cudaSuccess; }
     if (plan.grid > 0x7fffffffu) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: too many thread blocks (num_seqs * heads * partitions)"); }
 
-    return with_decode_kernel<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.tiling.max_heads, [&](auto kernel) -> cudaError_t {
+    return with_decode_kernel<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.head_split.max_heads, [&](auto kernel) -> cudaError_t {
       using Kernel = decltype(kernel);
       std::size_t resident = 0;
       if (plan.partitioned) { PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident)); }

@@ -30,7 +30,7 @@ struct PagedAttentionPolicyBIV100 : AgentPagedAttentionPolicy {
   static constexpr int max_partition_tokens = 512;        ///< the seeds' partition size: the largest used
   static constexpr int max_partition_blocks = 512 / 8;    ///< every block size allows 512
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
-  static constexpr int key_chunks_in_flight = 4;
+  static constexpr int key_vectors_in_flight = 4;
   static constexpr bool tensor_cores = false;            ///< no inline PTX on BI-V100: CUDA cores only
 };
 
@@ -42,7 +42,7 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
   static constexpr int max_partition_blocks = 256;  ///< block-table entries staged in shared memory (1 KB)
   static constexpr std::size_t smem_budget_bytes = 99 * 1024;
   static constexpr int min_blocks_per_sm = 2;
-  static constexpr int key_chunks_in_flight = 8; ///< CUDA-core tile (fp32)
+  static constexpr int key_vectors_in_flight = 8; ///< CUDA-core tile (fp32)
   static constexpr bool tensor_cores = true;     ///< mma.sync for fp16/bf16 (fp32 stays on CUDA cores)
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;   ///< whole 32-token slabs: two at head <= 128, one at 256

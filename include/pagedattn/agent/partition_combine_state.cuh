@@ -3,12 +3,12 @@
 //
 // A segment is one (sequence, KV head, head group) whose KV partitions merge into one output. Its
 // partitions are numbered 0..P-1 and grouped in fixed runs of partition_group_size:
-//     tile  = segment * max_partitions + partition          (one per thread block)
+//     partial = segment * max_partitions + partition        (one per thread block)
 //     group = segment * max_groups + partition / partition_group_size
-// Each tile stores its aggregate (heads partials: fp32 stats and weighted_v[head_dim]). Each group has
-// an arrival counter, a status word and two values: its aggregate (the fold of its tiles) and, once
+// Each thread block stores its partial (one per head: fp32 stats and weighted_v[head_dim]). Each group has
+// an arrival counter, a status word and two values: its aggregate (the fold of its partials) and, once
 // known, its inclusive prefix (the fold of groups 0..g). All of it lives in the caller's temporary
-// storage (CUB's two-phase API); PartitionTileLayout computes the offsets on the host and device alike.
+// storage (CUB's two-phase API); PartitionCombineLayout computes the offsets on the host and device alike.
 #include <cstddef>
 #include <cstdint>
 
@@ -23,20 +23,20 @@ inline constexpr int partition_group_size = 8;
 
 /// Status of a group's published value. Zeroed (INVALID) with the counters by the dispatch at the start
 /// of every launch, in the same stream (so CUDA-graph replays reset them too).
-enum TileStatus : unsigned {
-  tile_status_invalid = 0,   ///< nothing published yet
-  tile_status_aggregate = 1, ///< group aggregate readable
-  tile_status_inclusive = 2, ///< group inclusive prefix readable
+enum GroupStatus : unsigned {
+  group_status_invalid = 0,   ///< nothing published yet
+  group_status_aggregate = 1, ///< group aggregate readable
+  group_status_inclusive = 2, ///< group inclusive prefix readable
 };
 
 /// Byte layout of the combiner's temporary storage.
-struct PartitionTileLayout {
+struct PartitionCombineLayout {
   static constexpr std::size_t alignment = 256;
 
   std::size_t num_segments = 0;
   int max_partitions = 0;
   int max_groups = 0;
-  int heads = 0; ///< partials per tile (query heads of one segment)
+  int heads = 0; ///< heads per stored partial (query heads of one segment)
   int head_dim = 0;
 
   // Offsets in bytes from the start of the temporary storage.
@@ -44,29 +44,29 @@ struct PartitionTileLayout {
   std::size_t arrivals_offset = 0;     ///< unsigned[num_segments * max_groups]
   std::size_t status_offset = 0;       ///< unsigned[num_segments * max_groups]
   std::size_t reset_bytes = 0;         ///< bytes from 0 zeroed per launch: ticket, arrivals, statuses
-  std::size_t tile_stats_offset = 0;   ///< float2[tiles][heads] (max_score, exp_sum)
-  std::size_t tile_values_offset = 0;  ///< float[tiles][heads][head_dim]
+  std::size_t partial_stats_offset = 0;   ///< float2[partials][heads] (max_score, exp_sum)
+  std::size_t partial_values_offset = 0;  ///< float[partials][heads][head_dim]
   std::size_t group_stats_offset = 0;  ///< [2 (aggregate, inclusive)][groups][heads] float2
   std::size_t group_values_offset = 0; ///< [2][groups][heads][head_dim] float
   std::size_t total_bytes = 0;
 
   PAGEDATTN_HOST_DEVICE static std::size_t align_up(std::size_t n) { return (n + alignment - 1) / alignment * alignment; }
 
-  PartitionTileLayout() = default;
-  PAGEDATTN_HOST_DEVICE PartitionTileLayout(std::size_t segments, int max_partitions_, int heads_, int head_dim_)
+  PartitionCombineLayout() = default;
+  PAGEDATTN_HOST_DEVICE PartitionCombineLayout(std::size_t segments, int max_partitions_, int heads_, int head_dim_)
       : num_segments(segments), max_partitions(max_partitions_),
         max_groups((max_partitions_ + partition_group_size - 1) / partition_group_size), heads(heads_), head_dim(head_dim_)
   {
-    const std::size_t tiles = segments * static_cast<std::size_t>(max_partitions);
+    const std::size_t partials = segments * static_cast<std::size_t>(max_partitions);
     const std::size_t groups = segments * static_cast<std::size_t>(max_groups);
     const std::size_t partial_floats = static_cast<std::size_t>(heads) * head_dim;
     ticket_offset = 0;
     arrivals_offset = alignment; // the ticket gets a 256-byte line of its own
     status_offset = align_up(arrivals_offset + groups * sizeof(unsigned));
     reset_bytes = status_offset + groups * sizeof(unsigned);
-    tile_stats_offset = align_up(reset_bytes);
-    tile_values_offset = tile_stats_offset + align_up(tiles * heads * 2 * sizeof(float));
-    group_stats_offset = tile_values_offset + align_up(tiles * partial_floats * sizeof(float));
+    partial_stats_offset = align_up(reset_bytes);
+    partial_values_offset = partial_stats_offset + align_up(partials * heads * 2 * sizeof(float));
+    group_stats_offset = partial_values_offset + align_up(partials * partial_floats * sizeof(float));
     group_values_offset = group_stats_offset + align_up(2 * groups * heads * 2 * sizeof(float));
     total_bytes = group_values_offset + align_up(2 * groups * partial_floats * sizeof(float));
   }
@@ -75,12 +75,12 @@ struct PartitionTileLayout {
 /// The (segment, partition) a block works on, from the ticket it drew when it started. Consecutive tickets
 /// are consecutive partitions of one segment, so a block that looks back only waits on blocks that drew
 /// smaller tickets, i.e. that have already started.
-struct TileCoordinates {
+struct WorkItem {
   int segment;
   int partition;
-  PAGEDATTN_HOST_DEVICE std::size_t first_tile(int max_partitions) const { return static_cast<std::size_t>(segment) * max_partitions; }
+  PAGEDATTN_HOST_DEVICE std::size_t first_partial(int max_partitions) const { return static_cast<std::size_t>(segment) * max_partitions; }
 };
-PAGEDATTN_HOST_DEVICE TileCoordinates tile_of_ticket(unsigned ticket, int max_partitions)
+PAGEDATTN_HOST_DEVICE WorkItem work_item_of_ticket(unsigned ticket, int max_partitions)
 {
   return {static_cast<int>(ticket / static_cast<unsigned>(max_partitions)), static_cast<int>(ticket % static_cast<unsigned>(max_partitions))};
 }
@@ -91,13 +91,13 @@ struct PartialRef {
   float* values;
 };
 
-/// Typed view of the storage described by a PartitionTileLayout.
-struct PartitionTileState {
+/// Typed view of the storage described by a PartitionCombineLayout.
+struct PartitionCombineState {
   unsigned* ticket;
   unsigned* arrivals;
   unsigned* status;
-  float* tile_stats;
-  float* tile_values;
+  float* partial_stats;
+  float* partial_values;
   float* group_stats;
   float* group_values;
   std::size_t num_groups; ///< num_segments * max_groups
@@ -106,14 +106,14 @@ struct PartitionTileState {
   int heads;
   int head_dim;
 
-  PAGEDATTN_HOST_DEVICE static PartitionTileState bind(void* storage, const PartitionTileLayout& l)
+  PAGEDATTN_HOST_DEVICE static PartitionCombineState bind(void* storage, const PartitionCombineLayout& l)
   {
     char* base = static_cast<char*>(storage);
     return {reinterpret_cast<unsigned*>(base + l.ticket_offset),
             reinterpret_cast<unsigned*>(base + l.arrivals_offset),
             reinterpret_cast<unsigned*>(base + l.status_offset),
-            reinterpret_cast<float*>(base + l.tile_stats_offset),
-            reinterpret_cast<float*>(base + l.tile_values_offset),
+            reinterpret_cast<float*>(base + l.partial_stats_offset),
+            reinterpret_cast<float*>(base + l.partial_values_offset),
             reinterpret_cast<float*>(base + l.group_stats_offset),
             reinterpret_cast<float*>(base + l.group_values_offset),
             l.num_segments * static_cast<std::size_t>(l.max_groups),
@@ -124,13 +124,13 @@ struct PartitionTileState {
   }
 
   PAGEDATTN_HOST_DEVICE std::size_t partial_floats() const { return static_cast<std::size_t>(heads) * head_dim; }
-  PAGEDATTN_HOST_DEVICE std::size_t tile_index(int segment, int partition) const { return static_cast<std::size_t>(segment) * max_partitions + partition; }
+  PAGEDATTN_HOST_DEVICE std::size_t partial_index(int segment, int partition) const { return static_cast<std::size_t>(segment) * max_partitions + partition; }
   PAGEDATTN_HOST_DEVICE std::size_t group_index(int segment, int group) const { return static_cast<std::size_t>(segment) * max_groups + group; }
 
-  PAGEDATTN_HOST_DEVICE PartialRef tile(int segment, int partition) const
+  PAGEDATTN_HOST_DEVICE PartialRef partial(int segment, int partition) const
   {
-    const std::size_t t = tile_index(segment, partition);
-    return {tile_stats + t * heads * 2, tile_values + t * partial_floats()};
+    const std::size_t t = partial_index(segment, partition);
+    return {partial_stats + t * heads * 2, partial_values + t * partial_floats()};
   }
   /// inclusive == false: the group's aggregate; true: its inclusive prefix.
   PAGEDATTN_HOST_DEVICE PartialRef group(int segment, int group, bool inclusive) const
