@@ -1,6 +1,6 @@
-// Level 1½ + 2: each warp folds chunks of warp_threads tokens into a WarpAttentionPartial; BlockReducePartials
+// Level 1½ + 2: each warp folds tiles of warp_threads tokens into a WarpAttentionPartial; BlockReducePartials
 // merges the warps' partials in warp order. Checked against a host AttentionPartial fold (within rounding).
-#include <pagedattn/block/attention_partial.cuh>
+#include <pagedattn/thread/thread_attention_partial.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 
@@ -16,23 +16,23 @@
 
 using namespace pagedattn;
 constexpr int kHead = 64, kThreads = 4 * warp_threads, kWarps = kThreads / warp_threads;
-constexpr int kChunk = warp_threads, kChunksPerWarp = 3, kTokens = kWarps * kChunksPerWarp * kChunk;
+constexpr int kTile = warp_threads, kTilesPerWarp = 3, kTokens = kWarps * kTilesPerWarp * kTile;
 using Partial = WarpAttentionPartial<kHead>; // kHead is a multiple of warp_threads: every slot is a dimension
-// scores[kTokens], values[kTokens][kHead]; warp w owns chunks w * kChunksPerWarp ... of kChunk tokens.
+// scores[kTokens], values[kTokens][kHead]; warp w owns tiles w * kTilesPerWarp ... of kTile tokens.
 __global__ void __launch_bounds__(kThreads) block_kernel(const float* scores, const float* values, float* out)
 {
   __shared__ BlockReducePartials<kHead, kThreads>::TempStorage temp;
   const int lane = arch::lane_id();
   Partial partial;
   partial.reset(); // the empty partial
-  for (int c = 0; c < kChunksPerWarp; ++c)
+  for (int c = 0; c < kTilesPerWarp; ++c)
   {
-    const int t0 = (arch::warp_id() * kChunksPerWarp + c) * kChunk;
+    const int t0 = (arch::warp_id() * kTilesPerWarp + c) * kTile;
     const float s = scores[t0 + lane]; // lane t holds token t0 + t
-    const float chunk_max = WarpReduceShfl<float>::AllMax(s);
-    const float e = expf(s - chunk_max);
-    const float beta = partial.begin_chunk(chunk_max, WarpReduceShfl<float>::AllSum(e));
-    for (int t = 0; t < kChunk; ++t)
+    const float tile_max = WarpReduceShfl<float>::AllMax(s);
+    const float e = expf(s - tile_max);
+    const float beta = partial.begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
+    for (int t = 0; t < kTile; ++t)
     {
       const float w = beta * arch::shfl_idx(e, t);
       for (int i = 0; i < Partial::items_per_lane; ++i) { partial.accumulate(i, w, values[(t0 + t) * kHead + Partial::dim(lane, i)]); }
@@ -58,14 +58,14 @@ int main()
   block_kernel<<<1, kThreads>>>(d_in, d_in + kTokens, d_in + in.size());
   CHECK(cudaGetLastError());
   CHECK(cudaMemcpy(out.data(), d_in + in.size(), out.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  auto host = AttentionPartial<kHead>::identity(); // one partial per warp (add_chunk per chunk), folded in warp order
+  auto host = AttentionPartial<kHead>::identity(); // one partial per warp (add_tokens per tile), folded in warp order
   for (int w = 0; w < kWarps; ++w)
   {
     auto p = AttentionPartial<kHead>::identity();
-    for (int c = 0; c < kChunksPerWarp; ++c)
+    for (int c = 0; c < kTilesPerWarp; ++c)
     {
-      const int t0 = (w * kChunksPerWarp + c) * kChunk;
-      p.add_chunk(&scores[t0], &values[t0 * kHead], kChunk);
+      const int t0 = (w * kTilesPerWarp + c) * kTile;
+      p.add_tokens(&scores[t0], &values[t0 * kHead], kTile);
     }
     host = OnlineSoftmaxCombine{}(host, p);
   }

@@ -1,6 +1,5 @@
-// Level 1: WarpReduceShfl over logical warps of 8 lanes, and WarpDotProduct (one 32-element dot product
-// per logical warp, 4 elements per lane). One hardware warp; results are compared with the host.
-#include <pagedattn/warp/warp_dot_product.cuh>
+// Level 1: WarpReduceShfl over logical warps of 8 lanes: sums, maxima, and a 32-element dot product per
+// logical warp (each lane's 4 products, then the warp's Sum). One hardware warp; compared with the host.
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 
 #include <cstdio>
@@ -22,9 +21,9 @@ __global__ void warp_kernel(const float* in, const float* q, const float* k, flo
   const int lane = pagedattn::arch::lane_id();
   const float s = Reduce::Sum(in[lane]); // valid in logical lane 0
   const float m = Reduce::Max(in[lane]);
-  float ql[kItems], kl[kItems];
-  for (int i = 0; i < kItems; ++i) { ql[i] = q[lane * kItems + i]; kl[i] = k[lane * kItems + i]; }
-  const float d = pagedattn::WarpDotProduct<kLogical>::Dot(ql, kl);
+  float lane_dot = 0.f;
+  for (int i = 0; i < kItems; ++i) { lane_dot = fmaf(q[lane * kItems + i], k[lane * kItems + i], lane_dot); }
+  const float d = Reduce::Sum(lane_dot);
   if (Reduce::logical_lane_id() == 0)
   {
     const int g = Reduce::logical_warp_id();
