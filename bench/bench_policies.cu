@@ -20,18 +20,15 @@
     if (e_ != cudaSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); std::exit(1); } \
   } while (0)
 
+/// sm_90's policy with the swept members overridden.
 template <int Threads, int Partition, int MinBlocks, int Stages>
-struct Candidate {
-  static constexpr int key_chunks_in_flight = 8;
-  static constexpr bool tensor_cores = true;
+struct Candidate : pagedattn::PagedAttentionPolicySm90 {
   static constexpr const char* name = "candidate";
   static constexpr int block_threads = Threads;
   static constexpr int max_partition_tokens = Partition;
   static constexpr std::size_t smem_budget_bytes = 227 * 1024;
   static constexpr int min_blocks_per_sm = MinBlocks;
   static constexpr int stages = Stages;
-  static constexpr bool one_wave_combine = true;
-  static constexpr int tile_bytes = 32 * 1024;
 };
 
 __global__ void fill_random(__half* p, std::size_t n, unsigned seed)
