@@ -26,10 +26,10 @@ struct PagedAttentionParams {
   unsigned* error_count; ///< optional
 
   // Derived by the dispatch.
-  int heads_per_part, head_parts; ///< the GQA group of a KV head, split into tiles of <= MaxHeads heads
+  int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
   int gqa_ratio;
   int partition_tokens, max_partitions;
-  bool use_tickets; ///< a segment may have several combine groups (look-back): tiles by ticket; else blockIdx
+  bool use_tickets; ///< a segment may have several combine groups (look-back): work items by ticket; else blockIdx
   bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after the runtime's grid barrier (GridBarrier)
   PartitionCombineState state;
 };

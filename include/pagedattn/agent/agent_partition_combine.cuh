@@ -25,12 +25,12 @@
 // statistics and values are all loaded at once, and the rescale factors of the fold's steps are
 // computed in parallel (FoldBatch), not one after the other.
 //
-// Forward progress: tiles come from an atomic ticket taken when a block starts, numbered so that the
+// Forward progress: work items come from an atomic ticket taken when a block starts, numbered so that the
 // partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
 // all of whose blocks drew smaller tickets and have therefore started; group 0 never waits. Blocks that
 // have started run to completion unless they wait, so by induction every wait ends: no deadlock,
 // whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits,
-// and a block's tile is simply its blockIdx.x (no ticket).
+// and a block's work item is simply its blockIdx.x (no ticket).
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -152,7 +152,7 @@ public:
     for (int g = 0; g < num_groups; ++g)
     {
       const int first = g * partition_group_size;
-      FoldTiles(state, segment, first, min(partition_group_size, num_partitions - first));
+      FoldPartials(state, segment, first, min(partition_group_size, num_partitions - first));
       if (num_groups > 1) { StoreValue(state.group(segment, g, false)); }
     }
     if (num_groups > 1)
@@ -287,8 +287,8 @@ private:
     PAGEDATTN_TRACE_POINT(TracePoint::fold_done);
   }
 
-  /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (tile aggregates, in partition order).
-  PAGEDATTN_DEVICE void FoldTiles(const PartitionCombineState& state, int segment, int first, int count)
+  /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (stored partials, in partition order).
+  PAGEDATTN_DEVICE void FoldPartials(const PartitionCombineState& state, int segment, int first, int count)
   {
     FoldSequence([&](int q) { return state.partial(segment, q); }, first, count, /*fresh=*/true);
   }

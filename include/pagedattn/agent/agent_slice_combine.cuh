@@ -52,7 +52,7 @@ public:
 
   /// What one thread loads first and which work items it owns, worked out before the grid barrier
   /// completes (GridBarrier::Arrive .. Wait): the integer work (divisions by the partition count, the
-  /// heads and the slice width, 64-bit tile offsets) is off the path from the barrier to the first loads.
+  /// heads and the slice width, 64-bit partial offsets) is off the path from the barrier to the first loads.
   struct Plan {
     int parts, groups, group_heads; ///< partitions, groups of them, (group, head) items
     int v0, slice_vectors, pairs;   ///< the slice's first vector, its width, its (vector, group) items
@@ -61,7 +61,7 @@ public:
     int item_count, item_group, item_head; ///< this thread's first (group, head) item (count 0: none)
     const float2* item_stats;       ///< its head's statistics in the group's first partial; q at + q * heads
     int step_group, step_head;      ///< its first (group > 0, head) of the groups' factors (phase 2b)
-    int value_stride;               ///< float4s from one tile's values to the next
+    int value_stride;               ///< float4s from one stored partial's values to the next
   };
 
   PAGEDATTN_DEVICE AgentSliceCombine(TempStorage& temp, int heads) : temp_(temp), heads_(heads) {}

@@ -1,7 +1,7 @@
 #pragma once
 // Level 3 state: where the partition combiner keeps its counters, status words and partial values.
 //
-// A segment is one (sequence, KV head, head group) whose KV partitions merge into one output. Its
+// A segment is one (sequence, KV head, head part) whose KV partitions merge into one output. Its
 // partitions are numbered 0..P-1 and grouped in fixed runs of partition_group_size:
 //     partial = segment * max_partitions + partition        (one per thread block)
 //     group = segment * max_groups + partition / partition_group_size
@@ -21,8 +21,8 @@ namespace pagedattn {
 /// with the values of all of its partials in registers.
 inline constexpr int partition_group_size = 8;
 
-/// Status of a group's published value. Zeroed (INVALID) with the counters by the dispatch at the start
-/// of every launch, in the same stream (so CUDA-graph replays reset them too).
+/// Status of a group's published value. Zeroed (INVALID) with the counters before every launch that
+/// combines by look-back (the init pass), in the same stream (so CUDA-graph replays reset them too).
 enum GroupStatus : unsigned {
   group_status_invalid = 0,   ///< nothing published yet
   group_status_aggregate = 1, ///< group aggregate readable
@@ -43,7 +43,7 @@ struct PartitionCombineLayout {
   std::size_t ticket_offset = 0;       ///< unsigned ticket counter
   std::size_t arrivals_offset = 0;     ///< unsigned[num_segments * max_groups]
   std::size_t status_offset = 0;       ///< unsigned[num_segments * max_groups]
-  std::size_t reset_bytes = 0;         ///< bytes from 0 zeroed per launch: ticket, arrivals, statuses
+  std::size_t reset_bytes = 0;         ///< bytes from 0 the init pass zeroes: ticket, arrivals, statuses
   std::size_t partial_stats_offset = 0;   ///< float2[partials][heads] (max_score, exp_sum)
   std::size_t partial_values_offset = 0;  ///< float[partials][heads][head_dim]
   std::size_t group_stats_offset = 0;  ///< [2 (aggregate, inclusive)][groups][heads] float2

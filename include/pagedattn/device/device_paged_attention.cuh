@@ -1,7 +1,7 @@
 #pragma once
 // The public entry point: paged decode attention over vLLM's KV cache, CUB style.
 //
-//   pagedattn::DecodeArguments<__half> args;  // pointers, shapes, strides (see dispatch_paged_attention.cuh)
+//   pagedattn::DecodeArguments<__half> args;  // pointers, shapes, strides (see dispatch/decode_arguments.cuh)
 //   std::size_t bytes = 0;
 //   pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args);        // 1. size the temporary storage
 //   cudaMalloc(&temp, bytes);

@@ -61,8 +61,9 @@ struct AttentionPartial {
     *this = OnlineSoftmaxCombine{}(*this, tile);
   }
 
-  /// Normalised attention output for dimension d: weighted_v[d] / exp_sum (0 for the empty partial).
-  PAGEDATTN_HOST_DEVICE float output(int d) const { return exp_sum > 0.f ? weighted_v[d] / exp_sum : 0.f; }
+  /// Normalised attention output for dimension d, by the combines' rule (normalized_output): weighted_v[d]
+  /// / exp_sum, 0 for the empty partial, NaN for a NaN exp_sum.
+  PAGEDATTN_HOST_DEVICE float output(int d) const { return normalized_output(weighted_v[d], exp_sum); }
 };
 
 } // namespace pagedattn

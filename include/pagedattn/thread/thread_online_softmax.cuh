@@ -123,6 +123,11 @@ PAGEDATTN_HOST_DEVICE void fold_factors(const float2 (&s)[N], SoftmaxRescale (&r
 /// The attention output of a folded partial: weighted_v / exp_sum, rounded once per element. The empty
 /// softmax (no valid token, exp_sum 0) is defined as a zero output; a NaN exp_sum (a partition that met
 /// invalid input) stays NaN.
+PAGEDATTN_HOST_DEVICE float normalized_output(float weighted_v, float exp_sum)
+{
+  return exp_sum == 0.f ? 0.f : detail::div_rn(weighted_v, exp_sum);
+}
+/// normalized_output of four elements (the combines write float4).
 PAGEDATTN_HOST_DEVICE float4 normalized_output(float4 weighted_v, float exp_sum)
 {
   if (exp_sum == 0.f) { return make_float4(0.f, 0.f, 0.f, 0.f); }

@@ -41,7 +41,7 @@ struct DecodeArguments {
 using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 128, 192, 256>;
 /// Cache block sizes the library supports.
 inline constexpr int supported_block_sizes[] = {8, 16, 32};
-/// GQA heads computed by one thread block at most; larger groups are split into tiles.
+/// GQA heads computed by one thread block at most; larger groups are split into head parts.
 inline constexpr int max_heads_per_block = 8;
 
 } // namespace pagedattn

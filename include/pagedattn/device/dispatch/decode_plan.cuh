@@ -34,14 +34,14 @@ bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return 
 /// How a KV head's group of query heads is split over thread blocks.
 struct HeadSplit {
   int head_parts;     ///< blocks per (sequence, KV head, partition)
-  int heads_per_part; ///< query heads per block (the last tile may have fewer)
+  int heads_per_part; ///< query heads per block (the last part may have fewer)
   int max_heads;      ///< the kernel instantiation: 1, 4 or 8
 };
 inline HeadSplit head_split(int gqa_ratio)
 {
-  const int tiles = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
-  const int per_tile = (gqa_ratio + tiles - 1) / tiles;
-  return {tiles, per_tile, per_tile == 1 ? 1 : per_tile <= 4 ? 4 : 8};
+  const int parts = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
+  const int per_part = (gqa_ratio + parts - 1) / parts;
+  return {parts, per_part, per_part == 1 ? 1 : per_part <= 4 ? 4 : 8};
 }
 
 /// Host-side checks; every failure names the argument.
@@ -95,7 +95,7 @@ constexpr int partition_token_limit(int block_size)
   return by_blocks < Policy::max_partition_tokens ? static_cast<int>(by_blocks) / 32 * 32 : Policy::max_partition_tokens;
 }
 
-/// The caller's partition size against the policy (validate() has checked that it is >= 0 and the block size).
+/// The caller's partition size against the policy (validate_arguments() has checked that it is >= 0 and the block size).
 template <class Policy, class T>
 cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
 {
