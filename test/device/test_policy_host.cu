@@ -38,7 +38,7 @@ void check_limits()
   {
     using Tile = typename Fold::WarpTile;
     CHECK(MaxHeads <= Tile::max_heads);
-    CHECK(Tile::chunks * Tile::x == HeadDim);
+    CHECK(Tile::key_vectors * Tile::x == HeadDim);
     CHECK(Fold::tile_tokens % 8 == 0); // V vectors of 8 tokens never straddle a cache block
     CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   }
