@@ -103,10 +103,7 @@ void check(std::mt19937_64& rng, int n)
 
 TEST_CASE("one partition: warp dot + warp partials + block reduce match fp64 attention", "[block][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   for (int n : {1, 17, 512, 1000})
   {
     check<64>(rng, n);

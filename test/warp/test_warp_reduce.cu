@@ -150,10 +150,7 @@ void check_dot(std::mt19937_64& rng)
 
 TEST_CASE("WarpReduceShfl: every logical width and operator matches the host", "[warp][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   check_width<float, 1>(rng);
   check_width<float, 2>(rng);
   check_width<float, 4>(rng);
@@ -170,10 +167,7 @@ TEST_CASE("WarpReduceShfl: every logical width and operator matches the host", "
 
 TEST_CASE("WarpDotProduct: QK scores of one logical warp per token", "[warp][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   check_dot<32, 8>(rng);  // head 256, fp16 vectors of 8
   check_dot<16, 8>(rng);  // head 128
   check_dot<8, 8>(rng);   // head 64
