@@ -28,7 +28,7 @@ TEST_CASE("decode " DTYPE ": Qwen3.6 shape, long mixed batch", "[decode][gpu][" 
   if (test::reduced_matrix()) { return; }
   test::DecodeShape s{{40000, 4097, 1}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
   s.reference_heads = 6;
-  s.max_seq_len_override = 50000; // a host bound above the longest sequence sizes the grid for it
+  s.max_seq_len_override = 50000; // max_seq_len is only a host-side bound: a looser one still gives the right answer
   test::check_decode<T>(s, test::test_seed() + 1100);
 }
 
