@@ -1,23 +1,17 @@
 #pragma once
-// Support code of the example and the benchmarks (not part of the library): a paged decode problem made
-// on the device, its fp64 CPU reference, and the timing helpers.
-//
-// Data: every element of the queries and of the K/V cache is a hash of (seed, element index) mapped to
-// uniform(-1, 1) (never 0) and rounded to T; queries are scaled by 3 so that the softmax is not flat. An
-// init kernel writes them on the device and the host regenerates any element from the same hash, so the
-// fp64 reference of a sample of (sequence, head) pairs needs no download of a GB-sized cache.
-//
-// Layouts are vLLM's (see pagedattn::DecodeArguments); the block table is a random permutation of the
-// cache blocks, so that a sequence's blocks are scattered over the cache as in a long-running server.
+// Support code of the example and the benchmarks (not part of the library): a paged decode problem with
+// every sequence of one length, made on the device, its check against the fp64 reference, and the timing
+// helpers. The data (see paged_decode_data.cuh) is written by init kernels; the host regenerates a sample
+// of (sequence, head) pairs for the reference.
 #include <pagedattn/device/device_paged_attention.cuh>
+
+#include "paged_decode_data.cuh"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <numeric>
-#include <random>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -43,30 +37,7 @@ inline bool have_cuda_device()
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-// ---- data: the hash, the shape, the init kernels ----------------------------------------------------------
-
-/// uniform(-1, 1), never 0, from splitmix64 of (seed, i). Integer arithmetic and one exact conversion: the
-/// host and the device compute the same bits.
-__host__ __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i)
-{
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  const std::int64_t k = static_cast<std::int64_t>(z >> 40) - (1 << 23); // [-2^23, 2^23)
-  return k == 0 ? 0.5f : static_cast<float>(k) * 0x1p-23f;
-}
-
-/// Seeds of the three element streams.
-__host__ __device__ inline std::uint64_t key_seed(std::uint64_t seed) { return 4 * seed + 1; }
-__host__ __device__ inline std::uint64_t value_seed(std::uint64_t seed) { return 4 * seed + 2; }
-__host__ __device__ inline std::uint64_t query_seed(std::uint64_t seed) { return 4 * seed + 3; }
-
-template <class T>
-__host__ __device__ inline T query_element(std::uint64_t seed, std::uint64_t i)
-{
-  return pagedattn::ElementTraits<T>::from_float(3.f * hash_uniform(query_seed(seed), i));
-}
+// ---- the shape and the init kernels -----------------------------------------------------------------------
 
 /// Every sequence has seq_len tokens.
 struct DecodeShape {
@@ -79,12 +50,13 @@ struct DecodeShape {
 
   __host__ __device__ int blocks_per_seq() const { return (seq_len + block_size - 1) / block_size; }
   float scale() const { return 1.f / std::sqrt(float(head_size)); }
-  /// Index of K/V element (sequence, token, kv head, dim) in its hash stream.
-  __host__ __device__ std::uint64_t kv_index(int seq, std::int64_t token, int kv_head, int dim) const
+  /// The problem's elements (the sequences a whole number of blocks apart in the K/V streams).
+  __host__ __device__ ProblemData data(std::uint64_t seed) const
   {
-    const std::uint64_t tokens_per_seq = std::uint64_t(blocks_per_seq()) * block_size;
-    return ((seq * tokens_per_seq + std::uint64_t(token)) * num_kv_heads + kv_head) * head_size + dim;
+    return {seed, num_heads, num_kv_heads, head_size, std::uint64_t(blocks_per_seq()) * block_size};
   }
+  template <class T>
+  __host__ __device__ CacheLayout<T> cache_layout() const { return {num_kv_heads, head_size, block_size}; }
 };
 
 /// Writes element i of the sequences' cache blocks, counted in logical order (sequence, block, kv head,
@@ -94,8 +66,6 @@ template <class T>
 __host__ __device__ inline void fill_kv_element(T* key_cache, T* value_cache, const int* block_tables, const DecodeShape& s,
                                                 std::uint64_t seed, std::uint64_t i)
 {
-  using Traits = pagedattn::ElementTraits<T>;
-  constexpr int x = pagedattn::elements_per_vector<T>;
   const int bps = s.blocks_per_seq();
   const int t = int(i % s.block_size); i /= s.block_size;
   const int d = int(i % s.head_size); i /= s.head_size;
@@ -103,13 +73,12 @@ __host__ __device__ inline void fill_kv_element(T* key_cache, T* value_cache, co
   const int b = int(i % bps);
   const int seq = int(i / bps);
   const std::int64_t token = std::int64_t(b) * s.block_size + t;
-  const std::uint64_t e = s.kv_index(seq, token, kvh, d);
   const bool live = token < s.seq_len;
-  // key [block][kv_head][d / x][token][d % x], value [block][kv_head][d][token]
-  const std::uint64_t head_base = std::uint64_t(block_tables[std::size_t(seq) * bps + b]) * s.num_kv_heads + kvh;
-  key_cache[((head_base * (s.head_size / x) + d / x) * s.block_size + t) * x + d % x] =
-      Traits::from_float(live ? hash_uniform(key_seed(seed), e) : 0.f);
-  value_cache[(head_base * s.head_size + d) * s.block_size + t] = Traits::from_float(live ? hash_uniform(value_seed(seed), e) : 0.f);
+  const ProblemData data = s.data(seed);
+  const CacheLayout<T> layout = s.cache_layout<T>();
+  const std::uint64_t block = std::uint64_t(block_tables[std::size_t(seq) * bps + b]);
+  key_cache[layout.key_offset(block, kvh, d, t)] = live ? data.key<T>(seq, token, kvh, d) : pagedattn::ElementTraits<T>::from_float(0.f);
+  value_cache[layout.value_offset(block, kvh, d, t)] = live ? data.value<T>(seq, token, kvh, d) : pagedattn::ElementTraits<T>::from_float(0.f);
 }
 
 template <class T>
@@ -123,56 +92,20 @@ __global__ void fill_kv_cache_kernel(T* key_cache, T* value_cache, const int* bl
 }
 
 template <class T>
-__global__ void fill_query_kernel(T* query, std::uint64_t n, std::uint64_t seed)
+__global__ void fill_query_kernel(T* query, std::uint64_t n, ProblemData data)
 {
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
   {
-    query[i] = query_element<T>(seed, i);
+    query[i] = data.query<T>(i);
   }
 }
 
-// ---- host side: block tables and the fp64 reference ---------------------------------------------------
+// ---- host side: block tables and the check against the fp64 reference ---------------------------------
 
-/// Block tables [num_seqs][blocks_per_seq]: a random permutation of the cache's blocks, so that every
-/// sequence's blocks are scattered over the cache as in a long-running server.
+/// Block tables [num_seqs][blocks_per_seq]: a random permutation of the cache's blocks.
 inline std::vector<int> scattered_block_tables(const DecodeShape& s, std::uint64_t seed)
 {
-  std::vector<int> ids(static_cast<std::size_t>(s.num_seqs) * s.blocks_per_seq());
-  std::iota(ids.begin(), ids.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  return ids;
-}
-
-/// fp64 attention of (seq, head), from the inputs regenerated with the hash (as rounded to T).
-template <class T>
-std::vector<double> reference_attention(const DecodeShape& s, std::uint64_t seed, int seq, int head)
-{
-  using Traits = pagedattn::ElementTraits<T>;
-  const int D = s.head_size, kvh = head / (s.num_heads / s.num_kv_heads);
-  auto kv = [&](std::uint64_t stream, int t, int d) {
-    return double(Traits::to_float(Traits::from_float(hash_uniform(stream, s.kv_index(seq, t, kvh, d)))));
-  };
-  std::vector<double> q(D);
-  for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(query_element<T>(seed, (std::uint64_t(seq) * s.num_heads + head) * D + d)); }
-  std::vector<double> score(std::size_t(s.seq_len));
-  for (int t = 0; t < s.seq_len; ++t)
-  {
-    double acc = 0;
-    for (int d = 0; d < D; ++d) { acc += q[d] * kv(key_seed(seed), t, d); }
-    score[t] = acc * double(s.scale());
-  }
-  const double m = *std::max_element(score.begin(), score.end());
-  std::vector<double> out(D, 0.0);
-  double sum = 0;
-  for (int t = 0; t < s.seq_len; ++t)
-  {
-    const double p = std::exp(score[t] - m);
-    sum += p;
-    for (int d = 0; d < D; ++d) { out[d] += p * kv(value_seed(seed), t, d); }
-  }
-  for (double& v : out) { v /= sum; }
-  return out;
+  return shuffled_block_ids(std::size_t(s.num_seqs) * s.blocks_per_seq(), 0, seed);
 }
 
 /// n (sequence, head) pairs spread over the sequences and the heads (so over every KV head group).
@@ -196,7 +129,7 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
   {
     workers.emplace_back([&, i] {
       const auto [seq, head] = pairs[i];
-      const std::vector<double> ref = reference_attention<T>(s, seed, seq, head);
+      const std::vector<double> ref = reference_attention<T>(s.data(seed), seq, head, s.seq_len, s.scale());
       double num = 0, den = 0;
       for (int d = 0; d < s.head_size; ++d)
       {
@@ -251,7 +184,7 @@ public:
     seq_lens_.upload(std::vector<int>(std::size_t(shape.num_seqs), shape.seq_len));
     fill_kv_cache_kernel<<<1024, 256>>>(key_cache_.get(), value_cache_.get(), block_tables_.get(), s_, seed);
     PAGEDATTN_CHECK(cudaGetLastError());
-    fill_query_kernel<<<256, 256>>>(query_.get(), query_.size(), seed);
+    fill_query_kernel<<<256, 256>>>(query_.get(), query_.size(), shape.data(seed));
     PAGEDATTN_CHECK(cudaGetLastError());
     PAGEDATTN_CHECK(cudaMemset(output_.get(), 0xFF, output_.size() * sizeof(T)));
     PAGEDATTN_CHECK(cudaDeviceSynchronize());

@@ -134,10 +134,7 @@ std::vector<int> segment_counts()
 
 TEST_CASE("combine partials: single-pass and two-kernel match an fp64 fold, bit for bit equal", "[combine][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   const Problem p = make_problem(rng, segment_counts());
   DeviceProblem d(p, temp_bytes_for(p));
 
@@ -157,10 +154,7 @@ TEST_CASE("combine partials: single-pass and two-kernel match an fp64 fold, bit 
 
 TEST_CASE("combine partials: random publish delays change nothing", "[combine][gpu][stress]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 1;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 1);
   const Problem p = make_problem(rng, test::reduced_matrix() ? std::vector<int>{2, 33, 64} : std::vector<int>{2, 33, 200, 1000, 1, 64});
   DeviceProblem d(p, temp_bytes_for(p));
   const auto undelayed = run(p, d, PartitionCombineAlgorithm::single_pass);
@@ -177,10 +171,7 @@ TEST_CASE("combine partials: random publish delays change nothing", "[combine][g
 
 TEST_CASE("combine partials: CUDA-graph replay needs no reset between replays", "[combine][gpu][graph]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 2;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 2);
   const Problem p = make_problem(rng, {3, 200, 1, 47});
   DeviceProblem d(p, temp_bytes_for(p));
   const auto expected = run(p, d, PartitionCombineAlgorithm::single_pass);

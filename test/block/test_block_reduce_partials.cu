@@ -82,10 +82,7 @@ void check(std::mt19937_64& rng)
 
 TEST_CASE("BlockReducePartials: block sizes x head sizes against a host fold", "[block][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   check<64, 32>(rng);
   check<64, 128>(rng);
   check<80, 96>(rng);

@@ -1,8 +1,8 @@
 // GPU end-to-end check of Levels 1 and 2 together: one thread block computes the attention of one query
-// over N contiguous fp16 tokens with WarpDotProduct, WarpAttentionPartial and BlockReducePartials, and
-// matches an fp64 reference.
+// over N contiguous fp16 tokens (QK dot products summed over the lanes by WarpReduceShfl,
+// WarpAttentionPartial, BlockReducePartials), and matches an fp64 reference.
 #include <pagedattn/block/block_reduce_partials.cuh>
-#include <pagedattn/warp/warp_dot_product.cuh>
+#include <pagedattn/warp/warp_reduce_shfl.cuh>
 
 #include <cuda_fp16.h>
 
@@ -37,9 +37,9 @@ __global__ void one_partition_kernel(const __half* q, const __half* k, const __h
     float my_score = -INFINITY;
     for (int t = 0; t < warp_threads && first + t < n; ++t)
     {
-      float ks[items];
-      for (int i = 0; i < items; ++i) { ks[i] = __half2float(k[std::size_t(first + t) * HeadDim + lane * items + i]); }
-      const float s = pagedattn::WarpDotProduct<warp_threads>::AllDot(qs, ks);
+      float lane_dot = 0.f;
+      for (int i = 0; i < items; ++i) { lane_dot = fmaf(qs[i], __half2float(k[std::size_t(first + t) * HeadDim + lane * items + i]), lane_dot); }
+      const float s = Warp::AllSum(lane_dot); // every lane holds the score; lane t keeps it
       if (lane == t) { my_score = s; }
     }
     const float chunk_max = Warp::AllMax(my_score); // finite: the chunk holds at least one token
@@ -103,10 +103,7 @@ void check(std::mt19937_64& rng, int n)
 
 TEST_CASE("one partition: warp dot + warp partials + block reduce match fp64 attention", "[block][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   for (int n : {1, 17, 512, 1000})
   {
     check<64>(rng, n);

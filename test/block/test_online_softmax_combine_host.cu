@@ -48,13 +48,20 @@ double output_difference(const Partial& a, const Partial& b)
   return std::sqrt(num / den);
 }
 
+/// Two orders of combining the same partials: the same maximum, the exp sums within `sum_tolerance`
+/// (relative) and the outputs within fp32 rounding.
+void check_equal_within_rounding(const Partial& x, const Partial& y, double sum_tolerance)
+{
+  CHECK(x.max_score == y.max_score);
+  CHECK(std::abs(x.exp_sum - y.exp_sum) <= sum_tolerance * x.exp_sum);
+  CHECK(output_difference(x, y) < 1e-6);
+}
+
 } // namespace
 
 TEST_CASE("combine: the empty partial is a two-sided identity, bit for bit", "[combine][host]")
 {
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  TEST_RNG(rng, 0);
   const Partial id = Partial::identity();
   for (int trial = 0; trial < 100; ++trial)
   {
@@ -70,40 +77,28 @@ TEST_CASE("combine: the empty partial is a two-sided identity, bit for bit", "[c
 
 TEST_CASE("combine: commutative within fp32 rounding", "[combine][host]")
 {
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  TEST_RNG(rng, 0);
   for (int trial = 0; trial < 1000; ++trial)
   {
     const Partial a = random_partial(rng), b = random_partial(rng);
-    const Partial ab = OnlineSoftmaxCombine{}(a, b), ba = OnlineSoftmaxCombine{}(b, a);
-    CHECK(ab.max_score == ba.max_score);
-    CHECK(std::abs(ab.exp_sum - ba.exp_sum) <= 4e-7 * ab.exp_sum);
-    CHECK(output_difference(ab, ba) < 1e-6);
+    check_equal_within_rounding(OnlineSoftmaxCombine{}(a, b), OnlineSoftmaxCombine{}(b, a), 4e-7);
   }
 }
 
 TEST_CASE("combine: associative within fp32 rounding over random triples", "[combine][host]")
 {
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  TEST_RNG(rng, 0);
   for (int trial = 0; trial < 1000; ++trial)
   {
     const Partial a = random_partial(rng), b = random_partial(rng), c = random_partial(rng);
     const OnlineSoftmaxCombine op;
-    const Partial left = op(op(a, b), c), right = op(a, op(b, c));
-    CHECK(left.max_score == right.max_score);
-    CHECK(std::abs(left.exp_sum - right.exp_sum) <= 1e-6 * left.exp_sum);
-    CHECK(output_difference(left, right) < 1e-6);
+    check_equal_within_rounding(op(op(a, b), c), op(a, op(b, c)), 1e-6);
   }
 }
 
 TEST_CASE("add_chunk: extreme scores neither overflow nor produce NaN", "[combine][host]")
 {
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  TEST_RNG(rng, 0);
   const int n = 37;
   const auto values = test::random_floats(rng, static_cast<std::size_t>(n) * D);
   std::vector<double> values64(values.begin(), values.end());
@@ -153,9 +148,7 @@ TEST_CASE("add_chunk: extreme scores neither overflow nor produce NaN", "[combin
 
 TEST_CASE("a fold of random chunks equals a direct fp64 softmax·V", "[combine][host]")
 {
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  TEST_RNG(rng, 0);
   constexpr int HD = 256;
   using P = AttentionPartial<HD>;
   for (int n : {1, 17, 512, 1000})

@@ -1,17 +1,20 @@
 #pragma once
-// Builds random paged-attention problems in vLLM's cache layout, runs DevicePagedAttention::Decode and
-// checks the result against an fp64 CPU reference. Shared by the per-dtype decode tests.
+// Paged-attention problems with a length per sequence, built on the host from the data of
+// examples/support/paged_decode_data.cuh (NaN wherever no sequence's token lives), run through
+// DevicePagedAttention::Decode and checked against that header's fp64 reference. Shared by the decode tests.
 #include <pagedattn/device/device_paged_attention.cuh>
 
+#include "support/paged_decode_data.cuh"
 #include "support/test_support.cuh"
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <thread>
 
 namespace test {
 
+/// A problem's shape; the first fields in order, {seq_lens, num_heads, num_kv_heads, head_size, block_size},
+/// make the usual brace initialiser.
 struct DecodeShape {
   std::vector<int> seq_lens;
   int num_heads = 8, num_kv_heads = 2, head_size = 128, block_size = 16;
@@ -19,37 +22,23 @@ struct DecodeShape {
   int spare_blocks = 3;         ///< unused cache blocks (filled with NaN: reading one shows)
   std::int64_t min_block_id = 0; ///< place the sequences' blocks at ids >= this (large caches)
   int reference_heads = -1;     ///< check only this many heads per sequence (first and last ones); -1 all
-  int max_seq_len_override = -1;
+  int max_seq_len_override = -1; ///< DecodeArguments::max_seq_len when >= 0 (a looser bound); else the longest length
   int partition_tokens = 0;      ///< DecodeArguments::partition_tokens (0: automatic)
-};
 
-/// Fast deterministic uniform(-1, 1) floats, never 0: splitmix64 of (seed, index).
-inline float hash_uniform(std::uint64_t seed, std::uint64_t i)
-{
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  const float u = static_cast<float>(z >> 40) * (1.f / 16777216.f); // [0, 1)
-  const float v = 2.f * u - 1.f;
-  return v == 0.f ? 0.5f : v;
-}
+  /// Cache blocks that sequence q uses.
+  int blocks_of(int q) const { return std::max(0, (seq_lens[q] + block_size - 1) / block_size); }
+};
 
 template <class T>
 struct DecodeProblem {
-  using Traits = pagedattn::ElementTraits<T>;
-  static constexpr int x = pagedattn::elements_per_vector<T>;
   DecodeShape shape;
+  paged_decode::ProblemData data;
   int num_seqs = 0, max_blocks_per_seq = 0, max_seq_len = 0;
   std::int64_t num_blocks = 0;
   float scale = 0;
   std::vector<T> query;
   std::vector<int> block_tables;
   std::vector<float> alibi;
-  // The cache lives on the device only; the host keeps the per-sequence K/V tokens for the reference.
-  std::vector<std::vector<float>> keys, values; // [seq][token * head_size * kv_heads ...] as T-rounded floats
-
-  std::int64_t block_elems() const { return std::int64_t(shape.num_kv_heads) * shape.head_size * shape.block_size; }
 };
 
 /// Generate the problem and upload the cache blocks that sequences use; other blocks hold NaN when the
@@ -69,7 +58,7 @@ struct DeviceDecode {
         block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
         error_count(1)
   {
-    upload_cache(seed);
+    upload_cache();
     CUDA_CHECK(cudaMemset(error_count.get(), 0, sizeof(unsigned)));
   }
   ~DeviceDecode()
@@ -83,29 +72,26 @@ struct DeviceDecode {
     DecodeProblem<T> p;
     p.shape = s;
     p.num_seqs = int(s.seq_lens.size());
-    p.max_seq_len = s.max_seq_len_override >= 0 ? s.max_seq_len_override
-                                                : std::max(0, *std::max_element(s.seq_lens.begin(), s.seq_lens.end()));
+    const int longest = std::max(0, *std::max_element(s.seq_lens.begin(), s.seq_lens.end()));
+    p.max_seq_len = s.max_seq_len_override >= 0 ? s.max_seq_len_override : longest;
     p.max_blocks_per_seq = std::max(1, (p.max_seq_len + s.block_size - 1) / s.block_size);
+    // The K/V streams keep the sequences the longest one apart, whatever max_seq_len says.
+    p.data = {seed, s.num_heads, s.num_kv_heads, s.head_size, std::uint64_t(longest)};
     int used = 0;
-    for (int l : s.seq_lens) { used += std::max(0, (l + s.block_size - 1) / s.block_size); }
+    for (int q = 0; q < p.num_seqs; ++q) { used += s.blocks_of(q); }
     p.num_blocks = s.min_block_id + used + s.spare_blocks;
     p.scale = 1.f / std::sqrt(float(s.head_size));
-    // Block ids: a random permutation of [min_block_id, min_block_id + used + spare), so that sequences'
-    // blocks are scattered; table slots past a sequence's blocks hold a valid but unrelated id.
-    std::vector<int> ids(std::size_t(used + s.spare_blocks));
-    std::iota(ids.begin(), ids.end(), int(s.min_block_id));
-    std::mt19937_64 rng(seed);
-    std::shuffle(ids.begin(), ids.end(), rng);
+    // Block ids: a random permutation of [min_block_id, min_block_id + used + spare); table slots past a
+    // sequence's blocks hold a valid but unrelated id.
+    const std::vector<int> ids = paged_decode::shuffled_block_ids(std::size_t(used + s.spare_blocks), int(s.min_block_id), seed);
     p.block_tables.assign(std::size_t(p.num_seqs) * p.max_blocks_per_seq, ids.back());
     std::size_t next = 0;
     for (int q = 0; q < p.num_seqs; ++q)
     {
-      const int nb = std::max(0, (s.seq_lens[q] + s.block_size - 1) / s.block_size);
-      for (int b = 0; b < nb; ++b) { p.block_tables[std::size_t(q) * p.max_blocks_per_seq + b] = ids[next++]; }
+      for (int b = 0; b < s.blocks_of(q); ++b) { p.block_tables[std::size_t(q) * p.max_blocks_per_seq + b] = ids[next++]; }
     }
-    const std::size_t qn = std::size_t(p.num_seqs) * s.num_heads * s.head_size;
-    p.query.resize(qn);
-    for (std::size_t i = 0; i < qn; ++i) { p.query[i] = DecodeProblem<T>::Traits::from_float(3.f * hash_uniform(seed ^ 0x51, i)); }
+    p.query.resize(std::size_t(p.num_seqs) * s.num_heads * s.head_size);
+    for (std::size_t i = 0; i < p.query.size(); ++i) { p.query[i] = p.data.template query<T>(i); }
     if (s.alibi)
     {
       for (int h = 0; h < s.num_heads; ++h) { p.alibi.push_back(-std::pow(2.f, -8.f * (h + 1) / s.num_heads)); }
@@ -113,18 +99,13 @@ struct DeviceDecode {
     return p;
   }
 
-  /// Value of element (token position, kv head, dim) of K or V for sequence q: a hash, rounded to T.
-  static float kv_value(std::uint64_t seed, int which, int q, std::int64_t pos, int kvh, int d, int kv_heads, int head_size)
-  {
-    const std::uint64_t i = ((std::uint64_t(q) * 4000003ull + pos) * kv_heads + kvh) * head_size + d;
-    return DecodeProblem<T>::Traits::to_float(DecodeProblem<T>::Traits::from_float(hash_uniform(seed * 2 + which, i)));
-  }
-
-  void upload_cache(std::uint64_t seed)
+  /// Packs each used block on the host (NaN in the slots past the sequence's end) and copies it to its id.
+  void upload_cache()
   {
     const auto& s = prob.shape;
-    const std::int64_t be = prob.block_elems();
-    const std::size_t bytes = std::size_t(prob.num_blocks) * be * sizeof(T);
+    const paged_decode::CacheLayout<T> layout{s.num_kv_heads, s.head_size, s.block_size};
+    const std::size_t block_elements = layout.block_elements();
+    const std::size_t bytes = std::size_t(prob.num_blocks) * block_elements * sizeof(T);
     CUDA_CHECK(cudaMalloc(&d_key, bytes));
     CUDA_CHECK(cudaMalloc(&d_value, bytes));
     if (s.min_block_id == 0)
@@ -132,15 +113,13 @@ struct DeviceDecode {
       CUDA_CHECK(cudaMemset(d_key, 0xFF, bytes)); // NaN everywhere a sequence's token does not live
       CUDA_CHECK(cudaMemset(d_value, 0xFF, bytes));
     }
-    const T nan = DecodeProblem<T>::Traits::from_float(std::nanf(""));
-    std::vector<T> kblk(be), vblk(be);
+    const T nan = pagedattn::ElementTraits<T>::from_float(std::nanf(""));
+    std::vector<T> key_block(block_elements), value_block(block_elements);
     for (int q = 0; q < prob.num_seqs; ++q)
     {
       const int len = s.seq_lens[q];
-      const int nb = std::max(0, (len + s.block_size - 1) / s.block_size);
-      for (int b = 0; b < nb; ++b)
+      for (int b = 0; b < s.blocks_of(q); ++b)
       {
-        const int id = prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b];
         for (int kvh = 0; kvh < s.num_kv_heads; ++kvh)
         {
           for (int t = 0; t < s.block_size; ++t)
@@ -149,22 +128,16 @@ struct DeviceDecode {
             for (int d = 0; d < s.head_size; ++d)
             {
               const bool live = pos < len;
-              const float kf = live ? kv_value(seed, 0, q, pos, kvh, d, s.num_kv_heads, s.head_size) : 0.f;
-              const float vf = live ? kv_value(seed, 1, q, pos, kvh, d, s.num_kv_heads, s.head_size) : 0.f;
-              // K: [kv_head][d / x][t][d % x];  V: [kv_head][d][t]
-              const std::size_t ko = (std::size_t(kvh) * (s.head_size / DecodeProblem<T>::x) + d / DecodeProblem<T>::x) * s.block_size * DecodeProblem<T>::x +
-                                     std::size_t(t) * DecodeProblem<T>::x + d % DecodeProblem<T>::x;
-              const std::size_t vo = (std::size_t(kvh) * s.head_size + d) * s.block_size + t;
-              kblk[ko] = live ? DecodeProblem<T>::Traits::from_float(kf) : nan;
-              vblk[vo] = live ? DecodeProblem<T>::Traits::from_float(vf) : nan;
+              key_block[layout.key_offset(0, kvh, d, t)] = live ? prob.data.template key<T>(q, pos, kvh, d) : nan;
+              value_block[layout.value_offset(0, kvh, d, t)] = live ? prob.data.template value<T>(q, pos, kvh, d) : nan;
             }
           }
         }
-        CUDA_CHECK(cudaMemcpy(d_key + std::size_t(id) * be, kblk.data(), be * sizeof(T), cudaMemcpyHostToDevice));
-        CUDA_CHECK(cudaMemcpy(d_value + std::size_t(id) * be, vblk.data(), be * sizeof(T), cudaMemcpyHostToDevice));
+        const std::size_t offset = std::size_t(prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b]) * block_elements;
+        CUDA_CHECK(cudaMemcpy(d_key + offset, key_block.data(), block_elements * sizeof(T), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_value + offset, value_block.data(), block_elements * sizeof(T), cudaMemcpyHostToDevice));
       }
     }
-    seed_ = seed;
   }
 
   pagedattn::DecodeArguments<T> arguments()
@@ -212,36 +185,7 @@ struct DeviceDecode {
   std::vector<double> reference(int q, int h) const
   {
     const auto& s = prob.shape;
-    const int len = s.seq_lens[q];
-    const int kvh = h / (s.num_heads / s.num_kv_heads);
-    std::vector<double> qv(s.head_size);
-    for (int d = 0; d < s.head_size; ++d)
-    {
-      qv[d] = DecodeProblem<T>::Traits::to_float(prob.query[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
-    }
-    std::vector<double> scores(std::max(0, len));
-    double m = -INFINITY;
-    std::vector<float> krow(s.head_size);
-    for (int t = 0; t < len; ++t)
-    {
-      double acc = 0;
-      for (int d = 0; d < s.head_size; ++d) { acc += qv[d] * kv_value(seed_, 0, q, t, kvh, d, s.num_kv_heads, s.head_size); }
-      acc *= prob.scale;
-      if (s.alibi) { acc += double(prob.alibi[h]) * (t - len + 1); }
-      scores[t] = acc;
-      m = std::max(m, acc);
-    }
-    std::vector<double> out(s.head_size, 0.0);
-    if (len <= 0) { return out; }
-    double l = 0;
-    for (int t = 0; t < len; ++t)
-    {
-      const double p = std::exp(scores[t] - m);
-      l += p;
-      for (int d = 0; d < s.head_size; ++d) { out[d] += p * kv_value(seed_, 1, q, t, kvh, d, s.num_kv_heads, s.head_size); }
-    }
-    for (auto& v : out) { v /= l; }
-    return out;
+    return paged_decode::reference_attention<T>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0);
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
@@ -281,7 +225,7 @@ struct DeviceDecode {
           std::vector<float> got(s.head_size);
           for (int d = 0; d < s.head_size; ++d)
           {
-            got[d] = DecodeProblem<T>::Traits::to_float(out[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
+            got[d] = pagedattn::ElementTraits<T>::to_float(out[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
           }
           if (s.seq_lens[q] == 0)
           {
@@ -295,9 +239,6 @@ struct DeviceDecode {
     for (double e : errs) { worst = std::max(worst, std::isnan(e) ? INFINITY : e); }
     return worst;
   }
-
-private:
-  std::uint64_t seed_ = 0;
 };
 
 /// Print a measured error, and append it to $PAGEDATTN_TEST_REPORT when set (the device run collects

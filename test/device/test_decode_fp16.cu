@@ -1,22 +1,13 @@
-// GPU tests of DevicePagedAttention::Decode for fp16 (the primary type): the full matrix, every GQA ratio,
-// long sequences (100K, 1M), a cache over 4 GiB, determinism, graph replay and invalid device data.
+// GPU tests of DevicePagedAttention::Decode for fp16 only (the primary type), beside the cases of every type
+// (test_decode_each_type.cu): every GQA ratio, long sequences (100K, 1M), a cache over 4 GiB, determinism,
+// the one-wave combine against look-back, graph replay, invalid device data and bad host arguments.
 #include "device/decode_test_support.cuh"
 
 using T = __half;
 
-TEST_CASE("decode fp16: head sizes x block sizes x GQA x lengths, mixed batches", "[decode][gpu][fp16]")
-{
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  test::run_matrix<T>(seed);
-}
-
 TEST_CASE("decode fp16: every GQA ratio from 1 to 16", "[decode][gpu][fp16]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 100;
-  INFO("seed " << seed);
+  GPU_TEST_SEED(seed, 100);
   const std::vector<int> ratios = test::reduced_matrix() ? std::vector<int>{3, 12} : std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16};
   for (int ratio : ratios)
   {
@@ -36,61 +27,23 @@ TEST_CASE("decode fp16: Qwen3.6 shape, 100000 tokens", "[decode][gpu][fp16][long
 {
   test::require_gpu_or_skip();
   if (test::reduced_matrix()) { return; }
-  test::DecodeShape s;
-  s.num_heads = 24;
-  s.num_kv_heads = 4;
-  s.head_size = 256;
-  s.block_size = 16;
-  s.seq_lens = {100000};
-  test::check_decode<T>(s, test::test_seed() + 200);
+  test::check_decode<T>(test::DecodeShape{{100000}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256}, test::test_seed() + 200);
 }
 
 TEST_CASE("decode fp16: 1,000,000 tokens", "[decode][gpu][fp16][long]")
 {
   test::require_gpu_or_skip();
   if (test::reduced_matrix()) { return; }
-  test::DecodeShape s;
-  s.num_heads = 6;
-  s.num_kv_heads = 1;
-  s.head_size = 128;
-  s.block_size = 32;
-  s.seq_lens = {1000000};
+  test::DecodeShape s{{1000000}, /*num_heads=*/6, /*num_kv_heads=*/1, /*head_size=*/128, /*block_size=*/32};
   s.reference_heads = 2;
   test::check_decode<T>(s, test::test_seed() + 300);
-}
-
-TEST_CASE("decode fp16: the longest partitions (4096 tokens, 2048 at block size 8: 256 staged block ids)", "[decode][gpu][fp16]")
-{
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 350;
-  INFO("seed " << seed);
-  for (int block_size : {8, 16, 32})
-  {
-    for (int head_size : {128, 256})
-    {
-      INFO("block size " << block_size << " head " << head_size);
-      test::DecodeShape s;
-      s.num_heads = 8;
-      s.num_kv_heads = 2;
-      s.head_size = head_size;
-      s.block_size = block_size;
-      s.partition_tokens = block_size == 8 ? 2048 : 4096;
-      s.seq_lens = {9000, s.partition_tokens, s.partition_tokens + 1, 1}; // a short last partition, exactly one, one token over
-      test::check_decode<T>(s, seed + block_size + head_size);
-    }
-  }
 }
 
 TEST_CASE("decode fp16: a cache larger than 4 GiB (64-bit offsets)", "[decode][gpu][fp16][long]")
 {
   test::require_gpu_or_skip();
   if (test::reduced_matrix()) { return; }
-  test::DecodeShape s;
-  s.num_heads = 8;
-  s.num_kv_heads = 1;
-  s.head_size = 128;
-  s.block_size = 16;
-  s.seq_lens = {5000, 77};
+  test::DecodeShape s{{5000, 77}, /*num_heads=*/8, /*num_kv_heads=*/1, /*head_size=*/128, /*block_size=*/16};
   // One block is 1 * 128 * 16 * 2 bytes = 4 KiB: ids from 1.2M up put every used block past 4.9 GB.
   s.min_block_id = 1200000;
   test::check_decode<T>(s, test::test_seed() + 400);
@@ -99,9 +52,7 @@ TEST_CASE("decode fp16: a cache larger than 4 GiB (64-bit offsets)", "[decode][g
 TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitwise the same in any batch and over 20 launches",
           "[decode][gpu][fp16]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 500;
-  INFO("seed " << seed);
+  GPU_TEST_SEED(seed, 500);
   for (int len : {200, 300, 5000}) // 200: the single-partition path alone, the partitioned path in the batch
   {
     INFO("length " << len);
@@ -133,9 +84,7 @@ struct LookBackOnlyPolicy : pagedattn::PagedAttentionPolicySm90 {
 
 TEST_CASE("decode fp16: the one-wave combine (grid barrier, slices) gives the look-back combine's bits", "[decode][gpu][fp16]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed() + 550;
-  INFO("seed " << seed);
+  GPU_TEST_SEED(seed, 550);
   using HeadDims = std::integer_sequence<int, 128, 256>;
   // 2 .. 66 partitions per segment (one group, several, a last group of 1 or 2), an empty and a 1-token
   // sequence beside them, automatic and fixed partition sizes; GQA 6 (one head tile) and 9 (tiles of 5
@@ -169,11 +118,7 @@ TEST_CASE("decode fp16: the one-wave combine (grid barrier, slices) gives the lo
 TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][graph]")
 {
   test::require_gpu_or_skip();
-  test::DecodeShape s;
-  s.num_heads = 24;
-  s.num_kv_heads = 4;
-  s.head_size = 256;
-  s.seq_lens = {3000, 1, 700};
+  const test::DecodeShape s{{3000, 1, 700}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
   test::DeviceDecode<T> dd(s, test::test_seed() + 600);
   const auto expected = dd.run();
   REQUIRE(dd.worst_error(expected) < test::tolerance<T>());
@@ -205,11 +150,7 @@ TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][gra
 TEST_CASE("decode fp16: invalid device data gives NaN for that sequence and an error count, nothing else", "[decode][gpu][fp16][invalid]")
 {
   test::require_gpu_or_skip();
-  test::DecodeShape s;
-  s.num_heads = 8;
-  s.num_kv_heads = 2;
-  s.head_size = 128;
-  s.seq_lens = {600, 0, 40, 100};
+  const test::DecodeShape s{{600, 0, 40, 100}, /*num_heads=*/8, /*num_kv_heads=*/2, /*head_size=*/128};
   test::DeviceDecode<T> dd(s, test::test_seed() + 700);
   const auto good = dd.run();
   REQUIRE(dd.worst_error(good) < test::tolerance<T>()); // includes: seq_len 0 gives zeros

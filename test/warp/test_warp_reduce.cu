@@ -1,6 +1,5 @@
-// GPU tests of Level 1: WarpReduceShfl for every logical width and operator, against the host; and the
-// dot-product helper.
-#include <pagedattn/warp/warp_dot_product.cuh>
+// GPU tests of Level 1: WarpReduceShfl for every logical width and operator, against the host; the
+// warp's ballot.
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 
 #include "support/test_support.cuh"
@@ -102,58 +101,11 @@ void check_width(std::mt19937_64& rng)
   run(pagedattn::Max{}, [](T a, T b) { return std::max(a, b); }, true, "max", yes{});
 }
 
-template <int Width, int Items>
-__global__ void dot_kernel(const float* q, const float* k, float* out)
-{
-  // Logical warp g of the block computes dot(q, k_g); lane l holds elements l*Items .. l*Items+Items-1.
-  using Dot = pagedattn::WarpDotProduct<Width>;
-  const int token = (blockIdx.x * blockDim.x + threadIdx.x) / Width;
-  const int lane = threadIdx.x % Width;
-  float qs[Items], ks[Items];
-  for (int i = 0; i < Items; ++i)
-  {
-    qs[i] = q[lane * Items + i];
-    ks[i] = k[token * Width * Items + lane * Items + i];
-  }
-  const float all = Dot::AllDot(qs, ks);
-  const float one = Dot::Dot(qs, ks);
-  if (lane == 0)
-  {
-    out[3 * token] = one;
-    out[3 * token + 1] = all;
-  }
-  if (lane == Width - 1) { out[3 * token + 2] = all; }
-}
-
-template <int Width, int Items>
-void check_dot(std::mt19937_64& rng)
-{
-  INFO("dot: width " << Width << ", items per lane " << Items);
-  constexpr int dim = Width * Items;
-  const int tokens = 2 * block_threads / Width;
-  const auto q = test::random_floats(rng, dim), k = test::random_floats(rng, std::size_t(tokens) * dim);
-  test::DeviceBuffer<float> d_q(q), d_k(k), d_out(3 * tokens);
-  dot_kernel<Width, Items><<<2, block_threads>>>(d_q.get(), d_k.get(), d_out.get());
-  CUDA_CHECK_LAUNCH();
-  const auto out = d_out.download();
-  for (int t = 0; t < tokens; ++t)
-  {
-    double ref = 0;
-    for (int d = 0; d < dim; ++d) { ref += double(q[d]) * k[std::size_t(t) * dim + d]; }
-    REQUIRE(std::abs(out[3 * t] - ref) < 1e-4 * (1 + std::abs(ref)));     // Dot, lane 0
-    REQUIRE(std::abs(out[3 * t + 1] - ref) < 1e-4 * (1 + std::abs(ref))); // AllDot
-    REQUIRE(out[3 * t + 2] == out[3 * t + 1]); // AllDot: every lane holds the same bits
-  }
-}
-
 } // namespace
 
 TEST_CASE("WarpReduceShfl: every logical width and operator matches the host", "[warp][gpu]")
 {
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
+  GPU_TEST_RNG(rng, 0);
   check_width<float, 1>(rng);
   check_width<float, 2>(rng);
   check_width<float, 4>(rng);
@@ -166,18 +118,6 @@ TEST_CASE("WarpReduceShfl: every logical width and operator matches the host", "
 #if defined(__ILUVATAR__)
   check_width<float, 64>(rng);
 #endif
-}
-
-TEST_CASE("WarpDotProduct: QK scores of one logical warp per token", "[warp][gpu]")
-{
-  test::require_gpu_or_skip();
-  const auto seed = test::test_seed();
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  check_dot<32, 8>(rng);  // head 256, fp16 vectors of 8
-  check_dot<16, 8>(rng);  // head 128
-  check_dot<8, 8>(rng);   // head 64
-  check_dot<4, 2>(rng);
 }
 
 namespace {

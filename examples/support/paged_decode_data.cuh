@@ -1,0 +1,133 @@
+#pragma once
+// The data of a paged decode problem, shared by the example, the benchmarks and the tests (not part of the
+// library): the hash every element comes from, vLLM's cache packing, and the fp64 reference.
+//
+// Every element of the queries and of the K/V cache is a hash of (seed, element index) mapped to
+// uniform(-1, 1) (never 0) and rounded to T; queries are scaled by 3 so that the softmax is not flat. The
+// device and the host compute the same bits, so the host regenerates any element for the reference
+// instead of downloading a GB-sized cache.
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace paged_decode {
+
+/// uniform(-1, 1), never 0, from splitmix64 of (seed, i). Integer arithmetic and one exact conversion: the
+/// host and the device compute the same bits.
+__host__ __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i)
+{
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const std::int64_t k = static_cast<std::int64_t>(z >> 40) - (1 << 23); // [-2^23, 2^23)
+  return k == 0 ? 0.5f : static_cast<float>(k) * 0x1p-23f;
+}
+
+/// Where the elements of a problem come from: queries [seq][head][dim], and K/V elements (sequence,
+/// token, kv head, dim) counted with the sequences tokens_per_seq apart, each stream with its own seed.
+struct ProblemData {
+  std::uint64_t seed = 0;
+  int num_heads = 1;
+  int num_kv_heads = 1;
+  int head_size = 128;
+  std::uint64_t tokens_per_seq = 0;
+
+  __host__ __device__ std::uint64_t key_seed() const { return 4 * seed + 1; }
+  __host__ __device__ std::uint64_t value_seed() const { return 4 * seed + 2; }
+  __host__ __device__ std::uint64_t query_seed() const { return 4 * seed + 3; }
+
+  /// Index of K/V element (sequence, token, kv head, dim) in its hash stream.
+  __host__ __device__ std::uint64_t kv_index(int seq, std::int64_t token, int kv_head, int dim) const
+  {
+    return ((seq * tokens_per_seq + std::uint64_t(token)) * num_kv_heads + kv_head) * head_size + dim;
+  }
+
+  /// Query element i, counted in [seq][head][dim] order.
+  template <class T>
+  __host__ __device__ T query(std::uint64_t i) const
+  {
+    return pagedattn::ElementTraits<T>::from_float(3.f * hash_uniform(query_seed(), i));
+  }
+  template <class T>
+  __host__ __device__ T key(int seq, std::int64_t token, int kv_head, int dim) const
+  {
+    return pagedattn::ElementTraits<T>::from_float(hash_uniform(key_seed(), kv_index(seq, token, kv_head, dim)));
+  }
+  template <class T>
+  __host__ __device__ T value(int seq, std::int64_t token, int kv_head, int dim) const
+  {
+    return pagedattn::ElementTraits<T>::from_float(hash_uniform(value_seed(), kv_index(seq, token, kv_head, dim)));
+  }
+};
+
+/// vLLM's paged cache layout (see pagedattn::DecodeArguments): key [block][kv_head][head_size / x]
+/// [block_size][x] with x the elements of 16 bytes, value [block][kv_head][head_size][block_size].
+template <class T>
+struct CacheLayout {
+  static constexpr int x = pagedattn::elements_per_vector<T>;
+  int num_kv_heads = 1;
+  int head_size = 128;
+  int block_size = 16;
+
+  __host__ __device__ std::uint64_t block_elements() const { return std::uint64_t(num_kv_heads) * head_size * block_size; }
+  __host__ __device__ std::uint64_t key_offset(std::uint64_t block, int kv_head, int dim, int slot) const
+  {
+    const std::uint64_t head_base = block * num_kv_heads + kv_head;
+    return ((head_base * (head_size / x) + dim / x) * block_size + slot) * x + dim % x;
+  }
+  __host__ __device__ std::uint64_t value_offset(std::uint64_t block, int kv_head, int dim, int slot) const
+  {
+    const std::uint64_t head_base = block * num_kv_heads + kv_head;
+    return (head_base * head_size + dim) * block_size + slot;
+  }
+};
+
+/// `count` cache block ids from first_id on, in a random order: a sequence's blocks end up scattered
+/// over the cache, as in a long-running server.
+inline std::vector<int> shuffled_block_ids(std::size_t count, int first_id, std::uint64_t seed)
+{
+  std::vector<int> ids(count);
+  std::iota(ids.begin(), ids.end(), first_id);
+  std::mt19937_64 rng(seed);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+/// fp64 attention of (seq, head) over the sequence's first seq_len tokens, from the inputs as rounded to
+/// T: softmax(scale q.k + alibi_slope (token - seq_len + 1)) . v; zeros for an empty sequence.
+template <class T>
+std::vector<double> reference_attention(const ProblemData& data, int seq, int head, int seq_len, float scale,
+                                        double alibi_slope = 0)
+{
+  using Traits = pagedattn::ElementTraits<T>;
+  const int D = data.head_size, kvh = head / (data.num_heads / data.num_kv_heads);
+  std::vector<double> q(D);
+  for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(data.query<T>((std::uint64_t(seq) * data.num_heads + head) * D + d)); }
+  std::vector<double> score(std::size_t(std::max(0, seq_len)));
+  for (int t = 0; t < seq_len; ++t)
+  {
+    double acc = 0;
+    for (int d = 0; d < D; ++d) { acc += q[d] * Traits::to_float(data.key<T>(seq, t, kvh, d)); }
+    score[t] = acc * double(scale) + alibi_slope * (t - seq_len + 1);
+  }
+  std::vector<double> out(D, 0.0);
+  if (seq_len <= 0) { return out; }
+  const double m = *std::max_element(score.begin(), score.end());
+  double sum = 0;
+  for (int t = 0; t < seq_len; ++t)
+  {
+    const double p = std::exp(score[t] - m);
+    sum += p;
+    for (int d = 0; d < D; ++d) { out[d] += p * Traits::to_float(data.value<T>(seq, t, kvh, d)); }
+  }
+  for (double& v : out) { v /= sum; }
+  return out;
+}
+
+} // namespace paged_decode
