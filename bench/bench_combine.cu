@@ -25,7 +25,7 @@
 
 namespace {
 
-using pagedattn::PartitionCombineAlgorithm;
+using pagedattn::detail::PartitionCombineAlgorithm;
 constexpr int head_dim = 256;
 constexpr int heads = 6;
 
@@ -72,24 +72,25 @@ struct CombineProblem {
     PAGEDATTN_CHECK(combine(nullptr, PartitionCombineAlgorithm::single_pass, nullptr, 0));
   }
 
-  cudaError_t combine(void* temp, PartitionCombineAlgorithm algorithm, pagedattn::CombineTiming* timing, cudaStream_t stream)
+  /// The detail:: entry: the two-kernel comparison and the timing hook are not in the facade.
+  cudaError_t combine(void* temp, PartitionCombineAlgorithm algorithm, pagedattn::detail::CombineTiming* timing, cudaStream_t stream)
   {
-    pagedattn::CombineDebugOptions debug;
+    pagedattn::detail::CombineDebugOptions debug;
     debug.timing = timing;
-    return pagedattn::DeviceCombinePartials::Combine<head_dim>(temp, temp_bytes, stats.get(), values.get(), counts.get(),
-                                                               output.get(), c.segments, c.partitions, heads, stream,
-                                                               algorithm, debug);
+    return pagedattn::detail::dispatch_combine_partials<head_dim, 8>(temp, temp_bytes, stats.get(), values.get(), counts.get(),
+                                                                     output.get(), c.segments, c.partitions, heads, algorithm, stream,
+                                                                     debug);
   }
 };
 
 /// Tails (µs) of `launches` single-pass launches with the timing hook, one per segment and launch.
 std::vector<double> single_pass_tails(CombineProblem& p, void* temp, int launches, cudaStream_t stream)
 {
-  paged_decode::DeviceArray<pagedattn::CombineTiming> timing(std::size_t(p.c.segments));
+  paged_decode::DeviceArray<pagedattn::detail::CombineTiming> timing(std::size_t(p.c.segments));
   std::vector<double> tails;
   for (int i = 0; i < launches; ++i)
   {
-    PAGEDATTN_CHECK(cudaMemsetAsync(timing.get(), 0, timing.size() * sizeof(pagedattn::CombineTiming), stream));
+    PAGEDATTN_CHECK(cudaMemsetAsync(timing.get(), 0, timing.size() * sizeof(pagedattn::detail::CombineTiming), stream));
     PAGEDATTN_CHECK(p.combine(temp, PartitionCombineAlgorithm::single_pass, timing.get(), stream));
     PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
     for (const auto& t : timing.download())

@@ -9,7 +9,7 @@
 namespace {
 
 using pagedattn::DeviceCombinePartials;
-using pagedattn::PartitionCombineAlgorithm;
+using pagedattn::detail::PartitionCombineAlgorithm;
 constexpr int head_dim = 256;
 constexpr int heads = 6;
 
@@ -88,13 +88,19 @@ std::size_t temp_bytes_for(const Problem& p)
   return bytes;
 }
 
+/// The facade's single pass, or (for the comparisons and the stress test) the detail:: entry with the
+/// two-kernel algorithm or the debug hooks.
 std::vector<float> run(const Problem& p, DeviceProblem& d, PartitionCombineAlgorithm algorithm,
-                       const pagedattn::CombineDebugOptions& debug = {})
+                       const pagedattn::detail::CombineDebugOptions& debug = {})
 {
   d.output.poison();
-  const cudaError_t err = DeviceCombinePartials::Combine<head_dim>(d.temp.get(), d.temp_bytes, d.stats.get(), d.values.get(),
-                                                                   d.counts.get(), d.output.get(), int(p.segments()),
-                                                                   p.max_partitions, heads, 0, algorithm, debug);
+  const bool facade = algorithm == PartitionCombineAlgorithm::single_pass && debug.max_delay_ns == 0 && debug.timing == nullptr;
+  const cudaError_t err =
+      facade ? DeviceCombinePartials::Combine<head_dim>(d.temp.get(), d.temp_bytes, d.stats.get(), d.values.get(), d.counts.get(),
+                                                        d.output.get(), int(p.segments()), p.max_partitions, heads)
+             : pagedattn::detail::dispatch_combine_partials<head_dim, 8>(d.temp.get(), d.temp_bytes, d.stats.get(), d.values.get(),
+                                                                         d.counts.get(), d.output.get(), int(p.segments()),
+                                                                         p.max_partitions, heads, algorithm, 0, debug);
   INFO(pagedattn::last_error_message());
   REQUIRE(err == cudaSuccess);
   CUDA_CHECK_LAUNCH();
@@ -162,7 +168,7 @@ TEST_CASE("combine partials: random publish delays change nothing", "[combine][g
   for (unsigned max_delay : {2000u, 20000u})
   {
     INFO("max delay " << max_delay << " ns");
-    pagedattn::CombineDebugOptions debug;
+    pagedattn::detail::CombineDebugOptions debug;
     debug.max_delay_ns = max_delay;
     REQUIRE(bitwise_equal(run(p, d, PartitionCombineAlgorithm::single_pass, debug), undelayed));
     REQUIRE(bitwise_equal(run(p, d, PartitionCombineAlgorithm::two_kernel, debug), undelayed));

@@ -1,6 +1,6 @@
 // GPU tests of Level 2: BlockReducePartials for several block sizes and head sizes against a host fold
 // of the same partials with OnlineSoftmaxCombine.
-#include <pagedattn/block/attention_partial.cuh>
+#include <pagedattn/thread/thread_attention_partial.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
 
 #include "support/test_support.cuh"

@@ -42,9 +42,9 @@ __global__ void one_partition_kernel(const __half* q, const __half* k, const __h
       const float s = Warp::AllSum(lane_dot); // every lane holds the score; lane t keeps it
       if (lane == t) { my_score = s; }
     }
-    const float chunk_max = Warp::AllMax(my_score); // finite: the chunk holds at least one token
-    const float p = my_score == -INFINITY ? 0.f : expf(my_score - chunk_max);
-    const float beta = partial.begin_chunk(chunk_max, Warp::AllSum(p));
+    const float tile_max = Warp::AllMax(my_score); // finite: the chunk holds at least one token
+    const float p = my_score == -INFINITY ? 0.f : expf(my_score - tile_max);
+    const float beta = partial.begin_tile(tile_max, Warp::AllSum(p));
     for (int t = 0; t < warp_threads && first + t < n; ++t)
     {
       const float w = arch::shfl_idx(beta * p, t);

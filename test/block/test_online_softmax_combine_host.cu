@@ -1,6 +1,6 @@
 // Host tests of the online-softmax combine (Level 2 math): identity, commutativity, associativity,
 // extreme scores and the fold of chunks against an fp64 softmax·V.
-#include <pagedattn/block/attention_partial.cuh>
+#include <pagedattn/thread/thread_attention_partial.cuh>
 
 #include "support/reference_attention.h"
 #include "support/test_support.cuh"
@@ -96,7 +96,7 @@ TEST_CASE("combine: associative within fp32 rounding over random triples", "[com
   }
 }
 
-TEST_CASE("add_chunk: extreme scores neither overflow nor produce NaN", "[combine][host]")
+TEST_CASE("add_tokens: extreme scores neither overflow nor produce NaN", "[combine][host]")
 {
   TEST_RNG(rng, 0);
   const int n = 37;
@@ -108,7 +108,7 @@ TEST_CASE("add_chunk: extreme scores neither overflow nor produce NaN", "[combin
     Partial p = Partial::identity();
     for (int t0 = 0; t0 < n; t0 += chunk)
     {
-      p.add_chunk(scores.data() + t0, values.data() + static_cast<std::size_t>(t0) * D, std::min(chunk, n - t0));
+      p.add_tokens(scores.data() + t0, values.data() + static_cast<std::size_t>(t0) * D, std::min(chunk, n - t0));
     }
     REQUIRE(all_finite(p));
     const auto ref = test::reference_softmax_v(std::vector<double>(scores.begin(), scores.end()), values64, D);
@@ -133,7 +133,7 @@ TEST_CASE("add_chunk: extreme scores neither overflow nor produce NaN", "[combin
   {
     std::vector<float> scores(n, -INFINITY);
     Partial p = Partial::identity();
-    p.add_chunk(scores.data(), values.data(), n);
+    p.add_tokens(scores.data(), values.data(), n);
     CHECK(p.max_score == -INFINITY);
     CHECK(p.exp_sum == 0.f);
     for (int d = 0; d < D; ++d) { CHECK(p.output(d) == 0.f); }
@@ -162,7 +162,7 @@ TEST_CASE("a fold of random chunks equals a direct fp64 softmax·V", "[combine][
     {
       const int len = std::min(n - t0, 1 + static_cast<int>(rng() % 64));
       P c = P::identity();
-      c.add_chunk(scores.data() + t0, values.data() + static_cast<std::size_t>(t0) * HD, len);
+      c.add_tokens(scores.data() + t0, values.data() + static_cast<std::size_t>(t0) * HD, len);
       chunks.push_back(c);
       t0 += len;
     }
