@@ -7,6 +7,7 @@
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 
 #include <cstddef>
+#include <string>
 
 namespace pagedattn {
 namespace detail {
@@ -66,7 +67,11 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
       config.numAttrs = 1;
     }
   }
-  return check_cuda(cudaLaunchKernelEx(&config, Kernel::function(), params), "paged_attention_kernel launch");
+  const cudaError_t e = cudaLaunchKernelEx(&config, Kernel::function(), params);
+  if (e == cudaSuccess) { return e; }
+  return fail(e, std::string("paged_attention_kernel launch (grid ") + std::to_string(grid) + ", shared memory " +
+                     std::to_string(Kernel::smem_bytes) + ", " + (look_back ? "look-back" : "single partition") +
+                     (config.numAttrs ? ", programmatic dependent launch" : "") + "): " + cudaGetErrorString(e));
 #endif
 }
 
