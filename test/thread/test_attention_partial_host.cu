@@ -1,4 +1,4 @@
-// Host tests of the online-softmax combine (Level 2 math): identity, commutativity, associativity,
+// Host tests of the thread-level AttentionPartial and OnlineSoftmaxCombine: identity, commutativity, associativity,
 // extreme scores and the fold of chunks against an fp64 softmax·V.
 #include <pagedattn/thread/thread_attention_partial.cuh>
 
