@@ -1,9 +1,10 @@
 #pragma once
 // What the dispatch needs to know about the device and about one decode kernel instantiation, asked of
 // the CUDA runtime once per device and cached (a Decode call then makes one runtime query,
-// cudaGetDevice): the PTX version of the code the device runs (which selects the host's policy, as CUB
-// does), the SM count, cooperative-launch support, each kernel's resident blocks per SM and its
-// shared-memory opt-in.
+// cudaGetDevice, and cudaFuncSetAttribute before kernels that opt in to more than 48 KB of shared
+// memory): the PTX version of the code the device runs (which selects the host's policy, as CUB does),
+// the SM count, cooperative-launch support, the shared-memory limit and each kernel's resident blocks
+// per SM.
 #include <pagedattn/device/dispatch/kernels/decode_kernels.cuh>
 #include <pagedattn/util_error.cuh>
 
@@ -17,10 +18,14 @@ namespace pagedattn {
 namespace detail {
 
 struct DeviceInfo {
+  bool queried = false;
   int device = 0;
-  int ptx_version = 0;             ///< major * 10 + minor of the decode code the device runs
+  int ptx_version = 0;             ///< major * 10 + minor of the decode code the device runs (NVIDIA)
   int sm_count = 0;
   bool cooperative_launch = false; ///< never on BI-V100 (not queried there)
+  /// Dynamic shared memory a kernel may use: the opt-in limit on NVIDIA, the plain per-block limit on
+  /// BI-V100 (CoreX offers no opt-in beyond it). No size is assumed anywhere.
+  int max_shared_per_block = 0;
 };
 
 /// The current device's DeviceInfo, queried on the first call per device and cached.
@@ -29,9 +34,9 @@ inline cudaError_t current_device_info(DeviceInfo& info)
   int device = 0;
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetDevice(&device), "cudaGetDevice"));
   static std::mutex mutex;
-  static std::vector<DeviceInfo> cache; // by device; ptx_version 0: not yet queried
+  static std::vector<DeviceInfo> cache; // by device
   const std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<std::size_t>(device) < cache.size() && cache[device].ptx_version != 0)
+  if (static_cast<std::size_t>(device) < cache.size() && cache[device].queried)
   {
     info = cache[device];
     return cudaSuccess;
@@ -40,9 +45,14 @@ inline cudaError_t current_device_info(DeviceInfo& info)
   fresh.device = device;
   PAGEDATTN_RETURN_IF_ERROR(
       check_cuda(cudaDeviceGetAttribute(&fresh.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SM count)"));
-#if defined(__ILUVATAR__) // one policy; no cooperative launches (the launch never asks for one): no more queries
-  fresh.ptx_version = 1;
+#if defined(__ILUVATAR__)
+  constexpr cudaDeviceAttr shared_limit = cudaDevAttrMaxSharedMemoryPerBlock;
 #else
+  constexpr cudaDeviceAttr shared_limit = cudaDevAttrMaxSharedMemoryPerBlockOptin;
+#endif
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaDeviceGetAttribute(&fresh.max_shared_per_block, shared_limit, device),
+                                       "cudaDeviceGetAttribute(shared memory per block)"));
+#if !defined(__ILUVATAR__) // BI-V100: one policy, no cooperative launches (the launch never asks for one)
   cudaFuncAttributes probe{};
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncGetAttributes(&probe, ptx_version_probe_kernel<>),
                                        "cudaFuncGetAttributes (is the binary compiled for this GPU's architecture?)"));
@@ -52,6 +62,7 @@ inline cudaError_t current_device_info(DeviceInfo& info)
       check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute(cooperative launch)"));
   fresh.cooperative_launch = cooperative != 0;
 #endif
+  fresh.queried = true;
   if (cache.size() <= static_cast<std::size_t>(device)) { cache.resize(static_cast<std::size_t>(device) + 1); }
   cache[device] = fresh;
   info = fresh;
@@ -74,37 +85,24 @@ struct DecodeKernel {
 
   static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>; }
 
-  /// Make smem_bytes of dynamic shared memory available (once per device), or fail naming the policy and
-  /// the head size when the device offers less: then nothing is launched. No size is assumed: BI-V100's
-  /// limit is read from the device (CoreX offers no opt-in beyond it); NVIDIA GPUs since sm_70 give every
-  /// kernel 48 KB, and more on opt-in up to cudaDevAttrMaxSharedMemoryPerBlockOptin.
-  static cudaError_t reserve_shared_memory(int device)
+  /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
+  /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and
+  /// more on opt-in (set before every launch that needs it, as cheap as the launch's own bookkeeping).
+  static cudaError_t reserve_shared_memory(const DeviceInfo& info)
   {
-#if defined(__ILUVATAR__)
-    constexpr bool needs_opt_in = false;
-    constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlock;
-#else
-    constexpr bool needs_opt_in = smem_bytes > 48 * 1024;
-    if constexpr (!needs_opt_in) { return cudaSuccess; }
-    constexpr cudaDeviceAttr limit_attribute = cudaDevAttrMaxSharedMemoryPerBlockOptin;
-#endif
-    static std::atomic<bool> reserved[cached_devices]{};
-    if (device < cached_devices && reserved[device].load(std::memory_order_acquire)) { return cudaSuccess; }
-    int limit = 0;
-    PAGEDATTN_RETURN_IF_ERROR(
-        check_cuda(cudaDeviceGetAttribute(&limit, limit_attribute, device), "cudaDeviceGetAttribute(shared memory per block)"));
-    if (static_cast<std::size_t>(limit) < smem_bytes)
+    if (static_cast<std::size_t>(info.max_shared_per_block) < smem_bytes)
     {
       return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + Policy::name + " needs " +
                                                      std::to_string(smem_bytes) + " bytes of shared memory per block, the device allows " +
-                                                     std::to_string(limit) + " (head_size " + std::to_string(HeadDim) + ")");
+                                                     std::to_string(info.max_shared_per_block) + " (head_size " + std::to_string(HeadDim) + ")");
     }
-    if (needs_opt_in)
+#if !defined(__ILUVATAR__)
+    if constexpr (smem_bytes > 48 * 1024)
     {
-      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaFuncSetAttribute(function(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)),
-                                           "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
+      return check_cuda(cudaFuncSetAttribute(function(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)),
+                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     }
-    if (device < cached_devices) { reserved[device].store(true, std::memory_order_release); }
+#endif
     return cudaSuccess;
   }
 
@@ -120,7 +118,7 @@ struct DecodeKernel {
       int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
       if (per_sm == 0)
       {
-        PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info.device)); // the occupancy counts the opted-in size
+        PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info)); // the occupancy counts the opted-in size
         PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
                                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
         if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }

@@ -27,7 +27,7 @@ template <class Kernel>
 cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, typename Kernel::Params params, void* d_temp_storage,
                           cudaStream_t stream)
 {
-  PAGEDATTN_RETURN_IF_ERROR(Kernel::reserve_shared_memory(device.device));
+  PAGEDATTN_RETURN_IF_ERROR(Kernel::reserve_shared_memory(device));
   const unsigned grid = static_cast<unsigned>(plan.grid);
 #if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the init pass
   (void)device;
