@@ -60,7 +60,8 @@ mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 
     case "$name" in *_host) continue ;; esac
     for tool in memcheck racecheck synccheck initcheck; do
       logf="$LOGS/sanitizer-$tool-$name.txt"
-      PAGEDATTN_TEST_REDUCED=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" >"$logf" 2>&1
+      # ~[api_error]: leave out the cases that provoke a CUDA API error on purpose (the sanitizer counts those)
+      PAGEDATTN_TEST_REDUCED=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" "~[api_error]" >"$logf" 2>&1
       rc=$?
       # memcheck/synccheck/initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
       errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
