@@ -77,7 +77,7 @@ struct CombineProblem {
   {
     pagedattn::detail::CombineDebugOptions debug;
     debug.timing = timing;
-    return pagedattn::detail::dispatch_combine_partials<head_dim, 8>(temp, temp_bytes, stats.get(), values.get(), counts.get(),
+    return pagedattn::detail::dispatch_combine_partials<head_dim, 8, /*Debug=*/true>(temp, temp_bytes, stats.get(), values.get(), counts.get(),
                                                                      output.get(), c.segments, c.partitions, heads, algorithm, stream,
                                                                      debug);
   }

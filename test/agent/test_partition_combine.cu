@@ -98,9 +98,10 @@ std::vector<float> run(const Problem& p, DeviceProblem& d, PartitionCombineAlgor
   const cudaError_t err =
       facade ? DeviceCombinePartials::Combine<head_dim>(d.temp.get(), d.temp_bytes, d.stats.get(), d.values.get(), d.counts.get(),
                                                         d.output.get(), int(p.segments()), p.max_partitions, heads)
-             : pagedattn::detail::dispatch_combine_partials<head_dim, 8>(d.temp.get(), d.temp_bytes, d.stats.get(), d.values.get(),
-                                                                         d.counts.get(), d.output.get(), int(p.segments()),
-                                                                         p.max_partitions, heads, algorithm, 0, debug);
+             : pagedattn::detail::dispatch_combine_partials<head_dim, 8, /*Debug=*/true>(d.temp.get(), d.temp_bytes, d.stats.get(),
+                                                                                          d.values.get(), d.counts.get(), d.output.get(),
+                                                                                          int(p.segments()), p.max_partitions, heads,
+                                                                                          algorithm, 0, debug);
   INFO(pagedattn::last_error_message());
   REQUIRE(err == cudaSuccess);
   CUDA_CHECK_LAUNCH();

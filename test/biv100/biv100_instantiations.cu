@@ -1,6 +1,6 @@
 // Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
 // linked): DevicePagedAttention::Decode for every element type (each instantiates every supported head
-// size and GQA tiling) and DeviceCombinePartials for every head size, with both algorithms and the debug hooks.
+// size and GQA tiling) and DeviceCombinePartials for every head size, with both algorithms.
 #include <pagedattn/pagedattn.cuh>
 
 static_assert(pagedattn::warp_threads == 64, "compile with -D__ILUVATAR__: this file checks the BI-V100 path");
@@ -21,13 +21,10 @@ cudaError_t combine_every_head_size(std::integer_sequence<int, HeadDims...>, voi
   using pagedattn::detail::PartitionCombineAlgorithm;
   cudaError_t result = cudaSuccess;
   ((result = pagedattn::DeviceCombinePartials::Combine<HeadDims>(temp, bytes, stats, values, counts, out, 1, 2, 1, stream)), ...);
-  // The two-kernel comparison and the debug instantiations, which tests and benchmarks reach.
-  for (const auto algorithm : {PartitionCombineAlgorithm::single_pass, PartitionCombineAlgorithm::two_kernel})
-  {
-    ((result = pagedattn::detail::dispatch_combine_partials<HeadDims, 8>(temp, bytes, stats, values, counts, out, 1, 2, 1, algorithm, stream,
-                                                                         pagedattn::detail::CombineDebugOptions{1, nullptr})),
-     ...);
-  }
+  // The two-kernel comparison algorithm (the debug hooks are test code, built for NVIDIA only).
+  ((result = pagedattn::detail::dispatch_combine_partials<HeadDims, 8>(temp, bytes, stats, values, counts, out, 1, 2, 1,
+                                                                       PartitionCombineAlgorithm::two_kernel, stream, {})),
+   ...);
   return result;
 }
 

@@ -1,9 +1,12 @@
-// GPU tests of DevicePagedAttention::Decode for fp16 only (the primary type), beside the cases of every type
-// (test_decode_each_type.cu): every GQA ratio, long sequences (100K, 1M), a cache over 4 GiB, determinism,
-// the one-wave combine against look-back, graph replay, invalid device data and bad host arguments.
+// GPU tests of DevicePagedAttention::Decode for fp16: the cases of every type (decode_cases_each_type.cuh),
+// and the primary type's own: every GQA ratio, long sequences (100K, 1M), a cache over 4 GiB, determinism,
+// the one-wave combine against look-back, the refused cooperative launch, graph replay, invalid device
+// data and bad host arguments.
 #include "device/decode_test_support.cuh"
 
 using T = __half;
+#define DTYPE "fp16"
+#include "device/decode_cases_each_type.cuh"
 
 TEST_CASE("decode fp16: every GQA ratio from 1 to 16", "[decode][gpu][fp16]")
 {

@@ -17,8 +17,8 @@ enum class PartitionCombineAlgorithm {
   two_kernel,  ///< a second launch folds the partitions (vLLM v2's scheme), for comparison
 };
 
-/// Test and benchmark hooks of the combine. With any of them set, the kernels are the Debug
-/// instantiations; the facade's kernels have no hook code.
+/// Test and benchmark hooks of the combine, honoured by the Debug instantiation of
+/// dispatch_combine_partials only; the facade's kernels have no hook code.
 struct CombineDebugOptions {
   unsigned max_delay_ns = 0;       ///< each block sleeps a pseudo-random 0..max before publishing
   CombineTiming* timing = nullptr; ///< [num_segments] timestamps (zeroed by the caller)
@@ -139,14 +139,18 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
   Agent(temp, p.heads).FoldSegment(p.state, segment, num_partitions, FloatOutputWriter{out, HeadDim});
 }
 
-/// The facade's work (algorithm single_pass, no debug options), and the tests' and benchmarks' entry for the
-/// two-kernel comparison and the debug hooks.
-template <int HeadDim, int MaxHeads>
+/// The facade's work (algorithm single_pass, Debug false), and the tests' and benchmarks' entry for the
+/// two-kernel comparison and, with Debug, the hooks (compiled into the Debug kernels only).
+template <int HeadDim, int MaxHeads, bool Debug = false>
 cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
                                       const float* d_partial_values, const int* d_num_partitions, float* d_output,
                                       int num_segments, int max_partitions, int heads, PartitionCombineAlgorithm algorithm,
                                       cudaStream_t stream, const CombineDebugOptions& debug)
 {
+  if (!Debug && (debug.max_delay_ns != 0 || debug.timing != nullptr))
+  {
+    return fail(cudaErrorInvalidValue, "pagedattn::detail::dispatch_combine_partials: debug options need the Debug instantiation");
+  }
   if (num_segments < 0) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: num_segments must be >= 0"); }
   if (max_partitions < 1) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: max_partitions must be >= 1"); }
   if (heads < 1 || heads > MaxHeads)
@@ -179,12 +183,10 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
     // The init pass: ticket, arrival counters and statuses back to zero, in the stream (captured by CUDA
     // graphs too).
     PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(group status)"));
-    const bool debug_hooks = debug.max_delay_ns != 0 || debug.timing != nullptr;
-    (debug_hooks ? single_pass_combine_kernel<HeadDim, MaxHeads, true> : single_pass_combine_kernel<HeadDim, MaxHeads, false>)
-        <<<blocks, combine_block_threads, 0, stream>>>(p);
+    single_pass_combine_kernel<HeadDim, MaxHeads, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
     return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");
   }
-  store_aggregates_kernel<HeadDim, MaxHeads, true><<<blocks, combine_block_threads, 0, stream>>>(p); // tests only
+  store_aggregates_kernel<HeadDim, MaxHeads, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "store_aggregates_kernel launch"));
   fold_segments_kernel<HeadDim, MaxHeads><<<num_segments, combine_block_threads, 0, stream>>>(p);
   return check_cuda(cudaGetLastError(), "fold_segments_kernel launch");

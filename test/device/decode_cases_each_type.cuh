@@ -1,20 +1,9 @@
+#pragma once
 // GPU tests of DevicePagedAttention::Decode that every element type passes: every head size x block
-// size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions. Compiled once per type, into
-// test_decode_fp16, test_decode_bf16 and test_decode_fp32 (test/CMakeLists.txt defines which).
+// size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions. Included once per type by
+// test_decode_fp16.cu, test_decode_bf16.cu and test_decode_fp32.cu, which define T and DTYPE first (one
+// translation unit per type: each type's kernels compile once, and the two CI cores build them in parallel).
 #include "device/decode_test_support.cuh"
-
-#if defined(PAGEDATTN_TEST_FP16)
-using T = __half;
-#define DTYPE "fp16"
-#elif defined(PAGEDATTN_TEST_BF16)
-using T = __nv_bfloat16;
-#define DTYPE "bf16"
-#elif defined(PAGEDATTN_TEST_FP32)
-using T = float;
-#define DTYPE "fp32"
-#else
-#error "define one of PAGEDATTN_TEST_FP16, PAGEDATTN_TEST_BF16, PAGEDATTN_TEST_FP32"
-#endif
 
 TEST_CASE("decode " DTYPE ": head sizes x block sizes x GQA x lengths, mixed batches", "[decode][gpu][" DTYPE "]")
 {
