@@ -126,9 +126,6 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   // 64 x 4 segments of 32 partitions: 8192 blocks, more than any GPU holds at once, so the runtime refuses
   // the cooperative launch (cudaErrorCooperativeLaunchTooLarge) that the plan is forced to ask for here;
   // the launch must fall back to look-back (the path a GPU shared with another context takes).
-  using Policy = pagedattn::PagedAttentionPolicySm90;
-  using Chain = pagedattn::SinglePolicyChain<Policy>;
-  using Kernel = pagedattn::detail::DecodeKernel<T, 128, 8, Chain, Policy>;
   test::DecodeShape s;
   s.num_heads = 24;
   s.num_kv_heads = 4;
@@ -137,18 +134,25 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   s.partition_tokens = 64;
   s.reference_heads = 2;
   test::DeviceDecode<T> dd(s, seed);
-  const auto expected = dd.template run<Chain>(); // look-back: the plan's own choice
+  const auto expected = dd.run(); // look-back: the plan's own choice
 
   pagedattn::detail::DeviceInfo device;
   REQUIRE(pagedattn::detail::current_device_info(device) == cudaSuccess);
   const auto a = dd.arguments();
-  pagedattn::detail::DecodePlan plan = pagedattn::detail::make_plan<Policy>(a, device.sm_count);
-  REQUIRE(plan.grid == 64u * 4u * 32u);
-  test::DeviceBuffer<char> temp(plan.temp_bytes);
-  plan.combine = pagedattn::detail::CombineKind::one_wave;
-  dd.output.poison();
-  const cudaError_t err =
-      pagedattn::detail::launch_decode<Kernel>(plan, device, pagedattn::detail::make_params(a, plan, temp.get()), temp.get(), 0);
+  std::size_t bytes = 0;
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a) == cudaSuccess);
+  test::DeviceBuffer<char> temp(bytes);
+  // The default chain's policy for this device, and its kernel (the one the other tests launch).
+  const cudaError_t err = pagedattn::DefaultPagedAttentionPolicies::invoke(device.ptx_version, [&](auto policy) {
+    using Policy = decltype(policy);
+    using Kernel = pagedattn::detail::DecodeKernel<T, 128, 8, pagedattn::DefaultPagedAttentionPolicies, Policy>;
+    pagedattn::detail::DecodePlan plan = pagedattn::detail::make_plan<Policy>(a, device.sm_count);
+    REQUIRE(plan.grid == 64u * 4u * 32u);
+    REQUIRE(plan.temp_bytes == bytes);
+    plan.combine = pagedattn::detail::CombineKind::one_wave;
+    dd.output.poison();
+    return pagedattn::detail::launch_decode<Kernel>(plan, device, pagedattn::detail::make_params(a, plan, temp.get()), temp.get(), 0);
+  });
   INFO(pagedattn::last_error_message());
   REQUIRE(err == cudaSuccess);
   CUDA_CHECK_LAUNCH();
