@@ -77,7 +77,6 @@ template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   using Params = PagedAttentionParams<T>;
-  static constexpr int head_dim = HeadDim;
   static constexpr int block_threads = Policy::block_threads;
   static constexpr std::size_t smem_bytes = sizeof(typename Agent::TempStorage);
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
