@@ -69,6 +69,10 @@ inline cudaError_t current_device_info(DeviceInfo& info)
   return cudaSuccess;
 }
 
+/// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
+template <class T, int HeadDim, int MaxHeads, class Policy>
+constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
+
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
 inline constexpr int cached_devices = 64;
 
@@ -78,7 +82,7 @@ struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   using Params = PagedAttentionParams<T>;
   static constexpr int block_threads = Policy::block_threads;
-  static constexpr std::size_t smem_bytes = sizeof(typename Agent::TempStorage);
+  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
   static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
 

@@ -19,10 +19,6 @@
 namespace pagedattn {
 namespace detail {
 
-/// Shared memory of one thread block (for the policies' budget checks).
-template <class T, int HeadDim, int MaxHeads, class Policy>
-constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
-
 /// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads): 1, 4 or 8 heads for the
 /// CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation serves
 /// every group. validate_arguments() has checked head_size against HeadDims.
