@@ -64,14 +64,42 @@ clang16)
     echo "SKIPPED: $compiler not found (Debian: apt-get install clang-16)"; exit 4
   fi
   nvcc_path=${4:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-  cuda_path=$(cd "$(dirname "$(readlink -f "$nvcc_path")")/.." && pwd)
+  # clang wants one CUDA root with bin/, include/ (cuda.h, cuda_runtime.h) and nvvm/libdevice/. Toolkits
+  # are not always laid out so (headers only under targets/<arch>/include, nvcc reached through a wrapper
+  # or a packaged /usr/bin/nvcc), so ask nvcc where its headers are and build that root here.
+  # libdevice.10.bc must exist: clang 16 cannot read CUDA 13's version from cuda.h and, without that file,
+  # takes the toolkit for CUDA 7.0, whose kernel-launch API the headers no longer declare. A syntax check
+  # never reads it, so an empty file stands in where nvcc names none. (-nocudalib is no way out: it also
+  # drops the SDK version, with the same result.)
+  dryrun=$("$nvcc_path" --dryrun -c -x cu /dev/null -o "$work/null.o" 2>&1)
+  include_dir=""
+  for candidate in $(printf '%s\n' "$dryrun" | sed -n 's/^#\$ INCLUDES=//p' | tr -d '"' | tr ' ' '\n' | sed -n 's/^-I//p') \
+                   "$(printf '%s\n' "$dryrun" | sed -n 's/^#\$ TOP=//p')/include" \
+                   "$(dirname "$(readlink -f "$nvcc_path")")/../include" /usr/local/cuda/include; do
+    if [ -f "$candidate/cuda.h" ] && [ -f "$candidate/cuda_runtime.h" ]; then include_dir=$(cd "$candidate" && pwd); break; fi
+  done
+  if [ -z "$include_dir" ]; then
+    echo "check_biv100: FAILED: no CUDA headers (cuda.h, cuda_runtime.h) found from $nvcc_path; its --dryrun said:" >&2
+    printf '%s\n' "$dryrun" | grep -E '^#\$ (TOP|INCLUDES)=' >&2
+    exit 1
+  fi
+  cuda_path="$work/cuda"
+  mkdir -p "$cuda_path/bin" "$cuda_path/nvvm/libdevice" && ln -s "$include_dir" "$cuda_path/include"
+  libdevice="$(printf '%s\n' "$dryrun" | sed -n 's/^#\$ NVVMIR_LIBRARY_DIR=//p')/libdevice.10.bc"
+  if [ -f "$libdevice" ]; then ln -s "$libdevice" "$cuda_path/nvvm/libdevice/libdevice.10.bc"
+  else : >"$cuda_path/nvvm/libdevice/libdevice.10.bc"; fi
+  echo "CUDA headers: $include_dir"
   # CUDA 12 removed texture_fetch_functions.h, which clang 16's CUDA wrapper still includes.
   mkdir -p "$work/shim" && : >"$work/shim/texture_fetch_functions.h"
-  clang_flags=(-x cuda -fsyntax-only --cuda-gpu-arch=sm_70 "--cuda-path=$cuda_path" -std=c++17 -D__ILUVATAR__
-               "-I$src/include" -isystem "$work/shim" -Wno-unknown-cuda-version)
+  clang_flags=(-x cuda -fsyntax-only --cuda-gpu-arch=sm_70 "--cuda-path=$cuda_path" -std=c++17
+               -D__ILUVATAR__ "-I$src/include" -isystem "$work/shim" -Wno-unknown-cuda-version)
   # Negative control: the non-dependent assertion must be rejected.
-  if "$compiler" "${clang_flags[@]}" -DPLANT_ASSERTION "$here/planted_violations.cu" >"$work/planted.log" 2>&1; then
-    echo "check_biv100: FAILED: clang 16 accepted the planted non-dependent assertion: it would pass anything" >&2; exit 1
+  # It must fail on that assertion, not on anything else (a missing toolkit fails every file).
+  "$compiler" "${clang_flags[@]}" -DPLANT_ASSERTION "$here/planted_violations.cu" >"$work/planted.log" 2>&1
+  if ! grep -q 'static assertion failed.*one lane per token' "$work/planted.log"; then
+    echo "check_biv100: FAILED: clang 16 did not reject the planted non-dependent assertion; it said:" >&2
+    head -n 20 "$work/planted.log" >&2
+    exit 1
   fi
   echo "negative control: clang 16 rejects the planted assertion: $(grep -m1 "error:" "$work/planted.log")"
   "$compiler" "${clang_flags[@]}" "$here/planted_violations.cu" || {
