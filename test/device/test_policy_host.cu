@@ -197,7 +197,7 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
   a.max_seq_len = 1000;
   plan = pagedattn::detail::make_plan<P>(a, sms);
   CHECK(plan.partition_tokens == 32); // ceil(1000 / 33) = 31, up to 32: the smallest automatic partition
-  CHECK(plan.partition_tokens == pagedattn::detail::min_auto_partition_tokens);
+  CHECK(plan.partition_tokens == pagedattn::min_auto_partition_tokens);
   CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
   CHECK(plan.num_segments == 2u * 4u);

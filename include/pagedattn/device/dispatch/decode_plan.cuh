@@ -4,6 +4,7 @@
 // blocks, the partition size (a wave model), the temporary storage, and the one decision of which
 // combine runs. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
 #include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
@@ -106,20 +107,16 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
                                          "] (policy " + Policy::name + ", block_size " + std::to_string(a.block_size) + ")");
 }
 
-/// Smallest automatic partition: one 32-token tile, so that a short sequence spreads over as many blocks
-/// as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than 64 blocks
-/// of two, bench/NOTES.md v19).
-inline constexpr int min_auto_partition_tokens = 32;
+/// The schedule model of a launch of this policy on sm_count SMs (agent/decode_schedule.cuh).
+template <class Policy, class T>
+ScheduleModel schedule_model(const DecodeArguments<T>& a, int sm_count)
+{
+  return {(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm, fixed_cost_tokens(a.head_size, static_cast<int>(sizeof(T))),
+          partition_token_limit<Policy>(a.block_size)};
+}
 
-/// A thread block's fixed cost (sequence length and block ids, the first tile's round trip, its part of
-/// the combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of
-/// the bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
-inline constexpr std::size_t block_fixed_cost_bytes = 64 * 1024;
-
-/// Partition size of a launch: the caller's, or the multiple of 32 in [32, partition_token_limit] that
-/// minimises the modelled time: waves x (partition tokens + a block's fixed cost in tokens), where a wave
-/// is sm_count x min_blocks_per_sm blocks and a launch has num_segments x ceil(max_seq_len / partition)
-/// blocks. Ties go to the longer partition (fewer partials to combine). On 132 SMs at block size 16:
+/// Partition size of a launch: the caller's, or the schedule model's choice for num_segments segments
+/// that are all max_seq_len long (the host knows no other length). On 132 SMs at block size 16:
 /// - when one wave can hold the longest sequence, the shortest partition that keeps the grid to one wave:
 ///   1x100000 at 24/4 heads gets 66 partitions of 1536 tokens per KV head (264 blocks), at 32/8 heads 33
 ///   of 3040 (264 blocks); 1x1000 32 of 32 tokens; 8x32768 8 of 4096 (256 blocks);
@@ -130,24 +127,9 @@ template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const std::size_t wave = static_cast<std::size_t>(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm;
-  const std::size_t segments = num_segments > 0 ? num_segments : 1;
-  const std::size_t length = static_cast<std::size_t>(a.max_seq_len > 0 ? a.max_seq_len : 1);
-  const std::size_t token_bytes = 2 * static_cast<std::size_t>(a.head_size > 0 ? a.head_size : 1) * sizeof(T);
-  const std::size_t fixed_tokens = (block_fixed_cost_bytes + token_bytes - 1) / token_bytes;
-  const std::size_t smallest = min_auto_partition_tokens;
-  const std::size_t whole = (length + 31) / 32 * 32; // one partition holds the longest sequence
-  const std::size_t limit = static_cast<std::size_t>(partition_token_limit<Policy>(a.block_size));
-  const std::size_t longest = whole < limit ? whole : limit;
-  std::size_t best = longest;
-  std::size_t best_cost = ~std::size_t{0};
-  for (std::size_t tokens = longest; tokens >= smallest; tokens -= 32)
-  {
-    const std::size_t blocks = segments * ((length + tokens - 1) / tokens);
-    const std::size_t cost = (blocks + wave - 1) / wave * (tokens + fixed_tokens);
-    if (cost < best_cost) { best_cost = cost; best = tokens; }
-  }
-  return static_cast<int>(best);
+  const std::uint64_t segments = num_segments > 0 ? num_segments : 1;
+  return choose_partition_tokens(schedule_model<Policy>(a, sm_count), a.max_seq_len,
+                                 [&](int t) { return segments * static_cast<std::uint64_t>(items_of(a.max_seq_len, t)); });
 }
 
 

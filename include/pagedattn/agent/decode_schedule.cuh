@@ -1,0 +1,108 @@
+#pragma once
+// The schedule model of a decode launch: how long a partition of the KV sequence one thread block folds,
+// chosen from the lengths to fold. One definition for the host and the device: the host evaluates it with
+// every sequence as long as its bound (max_seq_len), the lengths it knows; a planning pass on the device
+// can evaluate it with the lengths read at run time (issue 15, bench/NOTES.md).
+//
+// The model (bench/NOTES.md v19-v21): a launch of n work items on a device that keeps W thread blocks
+// resident takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
+// fixed cost f (its prologue, first round trip and part of the combine, in tokens of K and V it could have
+// streamed meanwhile). Of the multiples of 32 up to the longest sequence (and the policy's limit) the
+// partition size with the least waves x (t + f) wins; ties go to the longer partition (fewer partials).
+//
+// A sequence of n_p = ceil(len / t) partitions gives n_p work items per segment (one per KV head and head
+// part); an empty or invalid sequence still gives one, the block that writes its output (0 or NaN).
+#include <pagedattn/config.cuh>
+
+#include <cstdint>
+
+namespace pagedattn {
+
+/// What the schedule model knows besides the lengths.
+struct ScheduleModel {
+  int wave_blocks;          ///< thread blocks resident at once: SMs x the policy's min_blocks_per_sm
+  int fixed_cost_tokens;    ///< a block's fixed cost in tokens of K and V
+  int max_partition_tokens; ///< the policy's limit (partition_token_limit): a multiple of 32
+};
+
+/// Smallest partition the model considers: one 32-token tile, so that a short sequence spreads over as
+/// many blocks as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than
+/// 64 blocks of two, bench/NOTES.md v19).
+inline constexpr int min_auto_partition_tokens = 32;
+
+/// A block's fixed cost (sequence length and block ids, the first tile's round trip, its part of the
+/// combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of the
+/// bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
+inline constexpr int block_fixed_cost_bytes = 64 * 1024;
+
+/// The fixed cost in tokens for a head size and element size: K and V of one token of one KV head.
+PAGEDATTN_HOST_DEVICE int fixed_cost_tokens(int head_size, int element_bytes)
+{
+  const int token_bytes = 2 * (head_size > 0 ? head_size : 1) * (element_bytes > 0 ? element_bytes : 1);
+  return (block_fixed_cost_bytes + token_bytes - 1) / token_bytes;
+}
+
+/// Partitions of a sequence of seq_len tokens (0 for an empty one).
+PAGEDATTN_HOST_DEVICE int partitions_of(int seq_len, int partition_tokens)
+{
+  return seq_len <= 0 ? 0 : (seq_len - 1) / partition_tokens + 1;
+}
+
+/// Work items of one segment of a sequence: its partitions, or the one block that writes the output of an
+/// empty or invalid sequence.
+PAGEDATTN_HOST_DEVICE int items_of(int seq_len, int partition_tokens)
+{
+  const int n = partitions_of(seq_len, partition_tokens);
+  return n > 0 ? n : 1;
+}
+
+/// The candidates, longest first: candidate i is longest - 32 i, for i < candidate_count. longest is the
+/// longest sequence rounded up to 32 tokens, at most the policy's limit and at least 32.
+PAGEDATTN_HOST_DEVICE int longest_candidate(int longest_seq_len, const ScheduleModel& m)
+{
+  const int whole = longest_seq_len <= 0 ? min_auto_partition_tokens : (longest_seq_len - 1) / 32 * 32 + 32;
+  return whole < m.max_partition_tokens ? whole : m.max_partition_tokens;
+}
+PAGEDATTN_HOST_DEVICE int candidate_count(int longest)
+{
+  return (longest - min_auto_partition_tokens) / 32 + 1;
+}
+PAGEDATTN_HOST_DEVICE int candidate_tokens(int longest, int i) { return longest - 32 * i; }
+
+/// The modelled time of a launch of `items` work items with partitions of t tokens, in tokens.
+PAGEDATTN_HOST_DEVICE std::uint64_t wave_cost(std::uint64_t items, int t, const ScheduleModel& m)
+{
+  const std::uint64_t wave = static_cast<std::uint64_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
+  return (items + wave - 1) / wave * static_cast<std::uint64_t>(t + m.fixed_cost_tokens);
+}
+
+/// The model's choice, kept as a (cost, tokens) pair so that candidates can be compared in any order (a
+/// parallel reduction on the device) with the same result as the host's loop.
+struct ScheduleChoice {
+  std::uint64_t cost;
+  int partition_tokens;
+  /// Whether this choice beats `other`: less cost, on a tie the longer partition.
+  PAGEDATTN_HOST_DEVICE bool beats(const ScheduleChoice& other) const
+  {
+    return cost < other.cost || (cost == other.cost && partition_tokens > other.partition_tokens);
+  }
+  PAGEDATTN_HOST_DEVICE static ScheduleChoice none() { return {~std::uint64_t{0}, 0}; }
+};
+
+/// The model's partition size for a batch, given items_at(t): the work items of the whole launch with
+/// partitions of t tokens (a sum of items_of over the batch's segments), and the longest sequence.
+template <class ItemsAt>
+PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int longest_seq_len, ItemsAt items_at)
+{
+  const int longest = longest_candidate(longest_seq_len, m);
+  ScheduleChoice best = ScheduleChoice::none();
+  for (int i = 0; i < candidate_count(longest); ++i)
+  {
+    const int t = candidate_tokens(longest, i);
+    const ScheduleChoice c{wave_cost(items_at(t), t, m), t};
+    if (c.beats(best)) { best = c; }
+  }
+  return best.partition_tokens;
+}
+
+} // namespace pagedattn
