@@ -18,10 +18,16 @@ log "build"
 if ! (cd python && TORCH_CUDA_ARCH_LIST=$arch timeout 420 python3 setup.py build_ext --inplace) >"$OUT/h200-python-build.txt" 2>&1; then
   log "build failed"; tail -40 "$OUT/h200-python-build.txt"; exit 1
 fi
+PYTHONPATH=$PWD/python python3 -c "import pagedattn" || { log "the built package does not import"; exit 1; }
 log "tests"
 {
   echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -q -rs python/tests 2>&1
 } | tee "$OUT/h200-python-tests.txt" | tail -30
+tests_rc=${PIPESTATUS[0]}
+log "tests: exit status $tests_rc"
 log "bench"
 PYTHONPATH=$PWD/python timeout 120 python3 python/bench/bench_ops.py --out "$OUT/h200-python-ops.json"
+bench_rc=$?
+log "bench: exit status $bench_rc"
+exit $((tests_rc != 0 || bench_rc != 0))

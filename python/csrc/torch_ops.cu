@@ -54,6 +54,16 @@ TensorInfo info_of(const at::Tensor& t)
 }
 TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? info_of(*t) : TensorInfo{}; }
 
+/// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
+/// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
+/// this GPU).
+void check_decode(cudaError_t err)
+{
+  if (err == cudaSuccess) { return; }
+  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, pagedattn::last_error_message());
+  TORCH_CHECK(false, "pagedattn: ", pagedattn::last_error_message(), " (", cudaGetErrorString(err), ")");
+}
+
 template <class T>
 void decode_as(const VllmPagedAttentionArgs& v, const at::Tensor& query)
 {
@@ -63,12 +73,9 @@ void decode_as(const VllmPagedAttentionArgs& v, const at::Tensor& query)
   if (a.num_seqs == 0) { return; }
   const c10::cuda::CUDAGuard guard(query.device());
   std::size_t bytes = 0;
-  cudaError_t err = pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a);
-  TORCH_CHECK_VALUE(err == cudaSuccess, pagedattn::last_error_message());
+  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
   const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, query.options().dtype(at::kByte));
-  err = pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream());
-  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, pagedattn::last_error_message());
-  TORCH_CHECK(err == cudaSuccess, "pagedattn: ", pagedattn::last_error_message(), " (", cudaGetErrorString(err), ")");
+  check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream()));
 }
 
 void run(const VllmPagedAttentionArgs& v, const at::Tensor& query)

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace pagedattn_python {
 
@@ -76,6 +77,30 @@ inline bool contiguous(const TensorInfo& t)
 
 inline bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/// Whether two (sequence, head) rows of a 3-D tensor whose last dimension is contiguous share an element.
+/// The outer dimensions that step (size > 1), in order of stride whatever their order in the shape, must
+/// each step past everything the dimensions inside them span.
+inline bool rows_overlap(const TensorInfo& t)
+{
+  struct Step {
+    std::int64_t stride, size;
+  };
+  Step steps[2];
+  int n = 0;
+  for (int d = 0; d < 2; ++d)
+  {
+    if (t.size[d] > 1) { steps[n++] = {t.stride[d], t.size[d]}; }
+  }
+  if (n == 2 && steps[1].stride < steps[0].stride) { std::swap(steps[0], steps[1]); }
+  std::int64_t extent = t.size[2]; // one row
+  for (int i = 0; i < n; ++i)
+  {
+    if (steps[i].stride < extent) { return true; }
+    extent += (steps[i].size - 1) * steps[i].stride;
+  }
+  return false;
+}
+
 /// A CUDA tensor of `dim` dimensions on the query's device.
 inline std::string check_tensor(const char* name, const TensorInfo& t, int dim, int device)
 {
@@ -138,12 +163,10 @@ inline std::string check(const VllmPagedAttentionArgs& v)
     return "out must have the query's shape " + shape_of(q) + ", got " + shape_of(o);
   }
   if (o.stride[2] != 1 && o.size[2] > 1) { return "out's last dimension (head_size) must be contiguous (stride 1)"; }
-  // Heads and sequences must not overlap (rows of head_size, heads within a sequence, sequences in order).
-  const std::int64_t seq_extent = (num_heads - 1) * (num_heads > 1 ? o.stride[1] : 0) + head_size; // elements one sequence spans
-  if ((o.size[1] > 1 && o.stride[1] < head_size) || (o.size[0] > 1 && o.stride[0] < seq_extent))
+  if (detail::rows_overlap(o))
   {
-    return "out's heads or sequences overlap (strides " + std::to_string(o.stride[0]) + ", " + std::to_string(o.stride[1]) +
-           "): it must be [num_seqs, num_heads, head_size] with non-overlapping rows";
+    return "out's rows overlap (strides " + std::to_string(o.stride[0]) + ", " + std::to_string(o.stride[1]) + ", 1 for shape " +
+           shape_of(o) + "): every (sequence, head) needs its own head_size elements";
   }
 
   if (v.num_kv_heads < 1 || num_heads % v.num_kv_heads != 0)

@@ -42,10 +42,14 @@ def decode(
     the host. alibi_slopes: float32 [num_heads] or None. out: written in place and returned (a new tensor
     like query when None). Raises ValueError naming the argument on bad input.
     """
+    if max_seq_len is None:
+        if key_cache.dim() != 5 or block_tables.dim() != 2:
+            raise ValueError("pagedattn: key_cache must be [num_blocks, num_kv_heads, head_size / x, block_size, x] and "
+                             f"block_tables [num_seqs, max_blocks_per_seq], got {tuple(key_cache.shape)} and "
+                             f"{tuple(block_tables.shape)}")
+        max_seq_len = block_tables.shape[1] * key_cache.shape[3]
     if scale is None:
         scale = query.shape[-1] ** -0.5
-    if max_seq_len is None:
-        max_seq_len = block_tables.shape[1] * key_cache.shape[3]
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     torch.ops.pagedattn.decode(out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),

@@ -1,7 +1,10 @@
 """vLLM 0.6.x's paged-attention entry points, with its exact argument lists and semantics.
 
 Replace ``from vllm import _custom_ops as ops`` by ``from pagedattn import ops`` in
-``vllm/attention/ops/paged_attn.py`` (python/README.md shows the patch). Both functions write ``out``:
+``vllm/attention/ops/paged_attn.py`` (python/README.md shows the patch). This module defines
+``paged_attention_v1`` and ``paged_attention_v2``; every other name (``reshape_and_cache``,
+``copy_blocks``, ``swap_blocks``, ...) is vLLM's own, forwarded from ``vllm._custom_ops``, so the file's
+other uses of ``ops`` keep working. Both functions write ``out``:
 
 - ``exp_sum``, ``max_logits`` and ``tmp_out`` (v2) are vLLM's workspace for its own kernel. pagedattn
   accepts them and does not use them: it takes its own temporary storage from PyTorch's caching
@@ -17,6 +20,18 @@ from typing import Optional
 import torch
 
 __all__ = ["paged_attention_v1", "paged_attention_v2"]
+
+
+def __getattr__(name):
+    """Any other name is vLLM's (``vllm._custom_ops``): the module stands in for it as a whole."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        import vllm._custom_ops as vllm_ops
+    except ImportError as e:
+        raise AttributeError(f"pagedattn.ops has no {name!r}; other names come from vllm._custom_ops, which is not "
+                             f"importable ({e})") from e
+    return getattr(vllm_ops, name)
 
 
 def paged_attention_v1(

@@ -37,10 +37,15 @@ class Problem:
         for b in order[-spare:]:
             self.key_cache[b] = float("nan")
             self.value_cache[b] = float("nan")
+        for s, n in enumerate(self.lens):  # the slots past a sequence's end in its last block: NaN too
+            if n > 0 and n % block_size:
+                last = int(table[s, (n - 1) // block_size])
+                self.key_cache[last, :, :, n % block_size:, :] = float("nan")
+                self.value_cache[last, :, :, n % block_size:] = float("nan")
         self.key_cache, self.value_cache = self.key_cache.to(device), self.value_cache.to(device)
         self.block_tables = table.to(device)
         self.seq_lens = torch.tensor(self.lens, dtype=torch.int32, device=device)
-        self.alibi_slopes = (torch.tensor([-(2.0 ** (-8.0 * (h + 1) / num_heads)) for h in range(num_heads)],
+        self.alibi_slopes = (torch.tensor([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)],  # vLLM's: positive
                                           dtype=torch.float32, device=device) if alibi else None)
         self.max_seq_len = max(self.lens) if self.lens else 0
 

@@ -9,7 +9,10 @@ import torch
 
 from paged_problem import Problem, relative_error, tolerance
 
-pagedattn = pytest.importorskip("pagedattn")
+try:
+    import pagedattn
+except ImportError:  # no CUDA build here: conftest skips every test
+    pagedattn = None
 SEED = pathlib.Path(__file__).resolve().parents[2] / ".seed" / "paged_attention_v2_triton.py"
 
 

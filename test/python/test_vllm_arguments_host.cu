@@ -79,6 +79,13 @@ TEST_CASE("python op arguments: vLLM's arguments become DecodeArguments, strided
   v.alibi_slopes = tensor(DType::f32, {24});
   REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
   CHECK(a.alibi_slopes != nullptr);
+  // out as a permuted view ([num_heads, num_seqs, head_size] storage, transposed) and with padded rows: no
+  // two rows share an element, so both are accepted.
+  v.out = tensor(DType::f16, {3, 24, 128}, {128, 3 * 128, 1});
+  CHECK(pagedattn_python::check(v).empty());
+  v.out = tensor(DType::f16, {3, 24, 128}, {24 * 256, 256, 1});
+  CHECK(pagedattn_python::check(v).empty());
+  v.out = tensor(DType::f16, {3, 24, 128});
   // vLLM's defaults for the options pagedattn does not have pass; blocksparse_vert_stride 1 is not block-sparse.
   v.blocksparse_vert_stride = 1;
   v.tp_rank = 3;
@@ -104,6 +111,7 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
       {"out", [](auto& v) { v.out.dtype = DType::bf16; }},
       {"out", [](auto& v) { v.out.size[1] = 8; }},
       {"out", [](auto& v) { v.out.stride[1] = 64; }},
+      {"out", [](auto& v) { v.out.stride[0] = 23 * 128; }}, // the last head of a sequence meets the next sequence
       {"num_kv_heads", [](auto& v) { v.num_kv_heads = 5; }},
       {"key_cache", [](auto& v) { v.key_cache.dim = 4; }},
       {"key_cache", [](auto& v) { v.key_cache.dtype = DType::f32; }},
