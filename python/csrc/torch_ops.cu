@@ -34,6 +34,8 @@ DType dtype_of(const at::Tensor& t)
   }
 }
 
+/// What the checks read of t: no data pointer (decode_as() reads it once the checks have passed) and
+/// no size or stride past max_tensor_dims (check() rejects such a tensor by its dim before reading any).
 TensorInfo info_of(const at::Tensor& t)
 {
   TensorInfo i;
@@ -43,16 +45,18 @@ TensorInfo info_of(const at::Tensor& t)
   i.device = i.cuda ? t.get_device() : -1;
   i.dtype = dtype_of(t);
   i.dim = static_cast<int>(t.dim());
-  TORCH_CHECK_VALUE(i.dim <= 8, "pagedattn: a tensor of ", i.dim, " dimensions");
-  for (int d = 0; d < i.dim; ++d)
+  const int stored = i.dim < pagedattn_python::max_tensor_dims ? i.dim : pagedattn_python::max_tensor_dims;
+  for (int d = 0; d < stored; ++d)
   {
     i.size[d] = t.size(d);
     i.stride[d] = t.stride(d);
   }
-  i.data = t.data_ptr();
   return i;
 }
 TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? info_of(*t) : TensorInfo{}; }
+
+/// The one way a bad argument leaves the op: ValueError with the message that names it.
+void throw_if_bad(const std::string& bad) { TORCH_CHECK_VALUE(bad.empty(), "pagedattn: ", bad); }
 
 /// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
 /// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
@@ -60,50 +64,71 @@ TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? 
 void check_decode(cudaError_t err)
 {
   if (err == cudaSuccess) { return; }
-  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, pagedattn::last_error_message());
-  TORCH_CHECK(false, "pagedattn: ", pagedattn::last_error_message(), " (", cudaGetErrorString(err), ")");
+  const std::string message = pagedattn::last_error_message();
+  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, "pagedattn: ", message);
+  TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
 }
 
+/// The tensors of one call, for their data pointers once check() has passed.
+struct CallTensors {
+  const at::Tensor& out;
+  const at::Tensor& query;
+  const at::Tensor& key_cache;
+  const at::Tensor& value_cache;
+  const at::Tensor& block_tables;
+  const at::Tensor& seq_lens;
+  const c10::optional<at::Tensor>& alibi_slopes;
+};
+
 template <class T>
-void decode_as(const VllmPagedAttentionArgs& v, const at::Tensor& query)
+void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
+  // check() has passed: every tensor is a CUDA tensor on the query's device with the expected dtype and
+  // shape, so the data pointers are read only now.
+  v.out.data = t.out.data_ptr();
+  v.query.data = t.query.data_ptr();
+  v.key_cache.data = t.key_cache.data_ptr();
+  v.value_cache.data = t.value_cache.data_ptr();
+  v.block_tables.data = t.block_tables.data_ptr();
+  v.seq_lens.data = t.seq_lens.data_ptr();
+  v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
   pagedattn::DecodeArguments<T> a;
-  const std::string bad = pagedattn_python::to_decode_arguments(v, a);
-  TORCH_CHECK_VALUE(bad.empty(), "pagedattn: ", bad);
+  throw_if_bad(pagedattn_python::to_decode_arguments(v, a));
   if (a.num_seqs == 0) { return; }
-  const c10::cuda::CUDAGuard guard(query.device());
+  const c10::cuda::CUDAGuard guard(t.query.device());
   std::size_t bytes = 0;
   check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
-  const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, query.options().dtype(at::kByte));
+  const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, t.query.options().dtype(at::kByte));
   check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream()));
 }
 
-void run(const VllmPagedAttentionArgs& v, const at::Tensor& query)
+/// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not
+/// checked), then the launch for the query's dtype.
+void run(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
-  switch (dtype_of(query))
+  throw_if_bad(pagedattn_python::check(v));
+  switch (v.query.dtype)
   {
-  case DType::f16: decode_as<__half>(v, query); break;
-  case DType::bf16: decode_as<__nv_bfloat16>(v, query); break;
-  case DType::f32: decode_as<float>(v, query); break;
-  default: TORCH_CHECK_VALUE(false, "pagedattn: query must be float16, bfloat16 or float32, got ", query.scalar_type());
+  case DType::f16: decode_as<__half>(v, t); break;
+  case DType::bf16: decode_as<__nv_bfloat16>(v, t); break;
+  case DType::f32: decode_as<float>(v, t); break;
+  default: throw_if_bad("query must be float16, bfloat16 or float32"); // check() has said so already
   }
 }
 
-VllmPagedAttentionArgs vllm_args(const at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                                 int64_t num_kv_heads, double scale, const at::Tensor& block_tables, const at::Tensor& seq_lens,
-                                 int64_t block_size, int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes,
+VllmPagedAttentionArgs vllm_args(const CallTensors& t, int64_t num_kv_heads, double scale, int64_t block_size, int64_t max_seq_len,
                                  const std::string& kv_cache_dtype, double k_scale, double v_scale, int64_t tp_rank,
                                  int64_t blocksparse_local_blocks, int64_t blocksparse_vert_stride, int64_t blocksparse_block_size,
                                  int64_t blocksparse_head_sliding_step)
 {
   VllmPagedAttentionArgs v;
-  v.out = info_of(out);
-  v.query = info_of(query);
-  v.key_cache = info_of(key_cache);
-  v.value_cache = info_of(value_cache);
-  v.block_tables = info_of(block_tables);
-  v.seq_lens = info_of(seq_lens);
-  v.alibi_slopes = info_of(alibi_slopes);
+  v.out = info_of(t.out);
+  v.query = info_of(t.query);
+  v.key_cache = info_of(t.key_cache);
+  v.value_cache = info_of(t.value_cache);
+  v.block_tables = info_of(t.block_tables);
+  v.seq_lens = info_of(t.seq_lens);
+  v.alibi_slopes = info_of(t.alibi_slopes);
   v.num_kv_heads = num_kv_heads;
   v.scale = scale;
   v.block_size = block_size;
@@ -125,10 +150,11 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
                         double k_scale, double v_scale, int64_t tp_rank, int64_t blocksparse_local_blocks,
                         int64_t blocksparse_vert_stride, int64_t blocksparse_block_size, int64_t blocksparse_head_sliding_step)
 {
-  run(vllm_args(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-                kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
-                blocksparse_head_sliding_step),
-      query);
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes};
+  VllmPagedAttentionArgs v = vllm_args(t, num_kv_heads, scale, block_size, max_seq_len, kv_cache_dtype, k_scale, v_scale, tp_rank,
+                                       blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+                                       blocksparse_head_sliding_step);
+  run(v, t);
 }
 
 /// exp_sums, max_logits and tmp_out are vLLM's workspace for its own kernel: accepted, not used.
@@ -144,14 +170,16 @@ void paged_attention_v2(at::Tensor& out, const at::Tensor& /*exp_sums*/, const a
                      blocksparse_block_size, blocksparse_head_sliding_step);
 }
 
-/// pagedattn.decode(): the KV heads and the block size are the caches'.
+/// pagedattn.decode(): the KV heads and the block size are key_cache's, taken by the torch-free
+/// take_layout_from_key_cache() once key_cache is known to have 5 dimensions; every message leaves through
+/// throw_if_bad().
 void decode(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache, const at::Tensor& block_tables,
             const at::Tensor& seq_lens, double scale, int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes)
 {
-  TORCH_CHECK_VALUE(key_cache.dim() == 5, "pagedattn: key_cache must be [num_blocks, num_kv_heads, head_size / x, block_size, x], got ",
-                    key_cache.sizes());
-  paged_attention_v1(out, query, key_cache, value_cache, key_cache.size(1), scale, block_tables, seq_lens, key_cache.size(3), max_seq_len,
-                     alibi_slopes, "auto", 1.0, 1.0, 0, 0, 0, 64, 0);
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes};
+  VllmPagedAttentionArgs v = vllm_args(t, 0, scale, 0, max_seq_len, "auto", 1.0, 1.0, 0, 0, 0, 64, 0);
+  throw_if_bad(pagedattn_python::take_layout_from_key_cache(v));
+  run(v, t);
 }
 
 // Meta kernels: the ops write `out` in place and return nothing, so there is nothing to compute.

@@ -28,15 +28,21 @@ inline const char* dtype_name(DType t)
 }
 inline int dtype_bytes(DType t) { return t == DType::f32 || t == DType::i32 ? 4 : t == DType::other ? 0 : 2; }
 
-/// What the translation reads of a tensor.
+/// Dimensions a TensorInfo holds. A tensor may have more (dim says how many): only the first
+/// max_tensor_dims sizes and strides are stored, and check() rejects it before any of them is read.
+inline constexpr int max_tensor_dims = 8;
+
+/// What the translation reads of a tensor. The data pointer is only read by to_decode_arguments(), after
+/// check() has passed: the torch binding fills it last, from tensors that are known to be CUDA tensors
+/// of the right dtype and shape.
 struct TensorInfo {
   bool defined = false;
   bool cuda = false;
   int device = -1;
   DType dtype = DType::other;
   int dim = 0;
-  std::int64_t size[8] = {};
-  std::int64_t stride[8] = {};
+  std::int64_t size[max_tensor_dims] = {};
+  std::int64_t stride[max_tensor_dims] = {};
   const void* data = nullptr;
 };
 
@@ -56,18 +62,21 @@ struct VllmPagedAttentionArgs {
 
 namespace detail {
 
+/// The dimensions a TensorInfo holds of t: 0 to max_tensor_dims, whatever t.dim says.
+inline int stored_dims(const TensorInfo& t) { return t.dim < 0 ? 0 : t.dim > max_tensor_dims ? max_tensor_dims : t.dim; }
+
 inline std::string shape_of(const TensorInfo& t)
 {
   std::string s = "[";
-  for (int i = 0; i < t.dim; ++i) { s += (i ? ", " : "") + std::to_string(t.size[i]); }
-  return s + "]";
+  for (int i = 0; i < stored_dims(t); ++i) { s += (i ? ", " : "") + std::to_string(t.size[i]); }
+  return s + (t.dim > max_tensor_dims ? ", ...]" : "]");
 }
 
 /// Dense row-major strides for t's sizes (a size-1 dimension's stride is not looked at).
 inline bool contiguous(const TensorInfo& t)
 {
   std::int64_t expected = 1;
-  for (int i = t.dim - 1; i >= 0; --i)
+  for (int i = stored_dims(t) - 1; i >= 0; --i)
   {
     if (t.size[i] != 1 && t.stride[i] != expected) { return false; }
     expected *= t.size[i];
@@ -101,7 +110,9 @@ inline bool rows_overlap(const TensorInfo& t)
   return false;
 }
 
-/// A CUDA tensor of `dim` dimensions on the query's device.
+/// A CUDA tensor of `dim` dimensions on the query's device. In this order: defined, on a CUDA device, the
+/// query's device, the number of dimensions, then the sizes and strides: nothing reads a size or a stride
+/// of a tensor whose dimensions are not known to be `dim` (<= max_tensor_dims).
 inline std::string check_tensor(const char* name, const TensorInfo& t, int dim, int device)
 {
   if (!t.defined) { return std::string(name) + " is required"; }
@@ -110,7 +121,10 @@ inline std::string check_tensor(const char* name, const TensorInfo& t, int dim, 
   {
     return std::string(name) + " is on cuda:" + std::to_string(t.device) + ", query on cuda:" + std::to_string(device);
   }
-  if (t.dim != dim) { return std::string(name) + " must have " + std::to_string(dim) + " dimensions, got " + shape_of(t); }
+  if (t.dim != dim || dim > max_tensor_dims)
+  {
+    return std::string(name) + " must have " + std::to_string(dim) + " dimensions, got " + std::to_string(t.dim) + ": " + shape_of(t);
+  }
   for (int i = 0; i < t.dim; ++i)
   {
     if (t.size[i] < 0 || t.stride[i] < 0) { return std::string(name) + " has a negative size or stride"; }
@@ -226,7 +240,30 @@ inline std::string check(const VllmPagedAttentionArgs& v)
     if (!contiguous(al)) { return "alibi_slopes must be contiguous"; }
   }
   if (!detail::fits_int(v.max_seq_len)) { return "max_seq_len must be in [0, 2^31 - 1], got " + std::to_string(v.max_seq_len); }
-  if (!detail::fits_int(v.block_size)) { return "block_size must be positive, got " + std::to_string(v.block_size); }
+  if (v.block_size < 1 || !detail::fits_int(v.block_size)) { return "block_size must be positive, got " + std::to_string(v.block_size); }
+  if (v.max_seq_len > bt.size[1] * v.block_size)
+  {
+    return "max_seq_len (" + std::to_string(v.max_seq_len) + ") exceeds what block_tables hold (max_blocks_per_seq " +
+           std::to_string(bt.size[1]) + " * block_size " + std::to_string(v.block_size) + ")";
+  }
+  return "";
+}
+
+/// pagedattn.decode() takes the KV heads and the block size from key_cache
+/// ([num_blocks, num_kv_heads, head_size / x, block_size, x]): sets v.num_kv_heads and v.block_size, or
+/// returns the message naming key_cache. Nothing is read of key_cache's sizes before its dimensions are
+/// known to be 5 (a 4-D or 9-D key_cache is named, not indexed).
+inline std::string take_layout_from_key_cache(VllmPagedAttentionArgs& v)
+{
+  const TensorInfo& k = v.key_cache;
+  if (!k.defined) { return "key_cache is required"; }
+  if (k.dim != 5)
+  {
+    return "key_cache must have 5 dimensions [num_blocks, num_kv_heads, head_size / x, block_size, x], got " + std::to_string(k.dim) +
+           ": " + detail::shape_of(k);
+  }
+  v.num_kv_heads = k.size[1];
+  v.block_size = k.size[3];
   return "";
 }
 

@@ -139,3 +139,79 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
     CHECK(message.find(c.name) != std::string::npos);
   }
 }
+
+TEST_CASE("python op arguments: pytest's 13 bad inputs of pagedattn.decode and tensors of other ranks are named",
+          "[python][host]")
+{
+  // python/tests/test_ops.py bad_cases(): 2 sequences, 8/2 heads, head 128, block 16, fp16, described as
+  // the torch binding describes them. pagedattn.decode() takes num_kv_heads and block_size from key_cache.
+  auto decode_args = []() {
+    VllmPagedAttentionArgs v;
+    v.query = tensor(DType::f16, {2, 8, 128});
+    v.out = tensor(DType::f16, {2, 8, 128});
+    v.key_cache = tensor(DType::f16, {6, 2, 16, 16, 8});
+    v.value_cache = tensor(DType::f16, {6, 2, 128, 16});
+    v.block_tables = tensor(DType::i32, {2, 3});
+    v.seq_lens = tensor(DType::i32, {2});
+    v.scale = 0.088;
+    v.max_seq_len = 40;
+    return v;
+  };
+  auto cpu = [](TensorInfo t) {
+    t.cuda = false;
+    t.device = -1;
+    return t;
+  };
+  struct Case {
+    const char* name;
+    std::function<void(VllmPagedAttentionArgs&)> spoil;
+  };
+  const std::vector<Case> cases = {
+      {"query", [&](auto& v) { v.query = cpu(v.query); }},
+      {"query", [](auto& v) { v.query.dtype = DType::other; v.out.dtype = DType::other; }}, // float64 (out like the query)
+      {"out", [](auto& v) { v.out = tensor(DType::f16, {1, 1, 1}); }},
+      {"out", [](auto& v) { v.out.dtype = DType::f32; }},
+      {"key_cache", [](auto& v) { v.key_cache = tensor(DType::f16, {6, 2, 128, 16}); }}, // reshaped to 4-D
+      {"key_cache", [](auto& v) { v.key_cache.dtype = DType::f32; }},
+      {"value_cache", [](auto& v) { v.value_cache = tensor(DType::f16, {6, 2, 64, 16}, {4096, 2048, 16, 1}); }}, // [:, :, :64]
+      {"block_tables", [](auto& v) { v.block_tables.dtype = DType::other; }},
+      {"block_tables", [](auto& v) { v.block_tables = tensor(DType::i32, {1, 3}); }},
+      {"seq_lens", [](auto& v) { v.seq_lens.dtype = DType::other; }},
+      {"seq_lens", [](auto& v) { v.seq_lens = tensor(DType::i32, {1}); }},
+      {"alibi_slopes", [](auto& v) { v.alibi_slopes = tensor(DType::f32, {3}); }},
+      {"max_seq_len", [](auto& v) { v.max_seq_len = 10000000; }}, // past 3 blocks * 16: named here, not by the library
+      // Beyond pytest's list: the key_cache forms that decode() must name before it reads any size.
+      {"key_cache", [](auto& v) { v.key_cache = tensor(DType::f16, {6}); }},
+      {"key_cache", [](auto& v) { v.key_cache = tensor(DType::f16, {}); }},
+      {"key_cache", [](auto& v) { v.key_cache.defined = false; }},
+      {"key_cache", [&](auto& v) { v.key_cache = cpu(v.key_cache); }},
+      {"key_cache", [](auto& v) { v.key_cache.dim = 9; }}, // more dimensions than a TensorInfo stores
+      {"query", [](auto& v) { v.query.dim = 12; }},
+      {"query", [](auto& v) { v.query = tensor(DType::f16, {2, 8}); }},
+      {"out", [](auto& v) { v.out.dim = -1; }},
+      {"value_cache", [](auto& v) { v.value_cache.dim = 9; }},
+      {"block_tables", [](auto& v) { v.block_tables = tensor(DType::i32, {6}); }},
+      {"seq_lens", [](auto& v) { v.seq_lens = tensor(DType::i32, {2, 1}); }},
+      {"alibi_slopes", [](auto& v) { v.alibi_slopes = tensor(DType::f32, {8, 1}); }},
+      {"seq_lens", [](auto& v) { v.seq_lens.device = 3; }},
+  };
+  {
+    VllmPagedAttentionArgs v = decode_args();
+    REQUIRE(pagedattn_python::take_layout_from_key_cache(v).empty());
+    CHECK(v.num_kv_heads == 2);
+    CHECK(v.block_size == 16);
+    pagedattn::DecodeArguments<__half> a;
+    REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  }
+  for (const Case& c : cases)
+  {
+    VllmPagedAttentionArgs v = decode_args();
+    c.spoil(v);
+    std::string message = pagedattn_python::take_layout_from_key_cache(v); // what torch_ops.cu's decode() does
+    if (message.empty()) { message = pagedattn_python::check(v); }
+    INFO("case " << (&c - cases.data()) << " (" << c.name << "): \"" << message << "\"");
+    CHECK(message.find(c.name) != std::string::npos);
+    pagedattn::DecodeArguments<__half> a;
+    CHECK(!pagedattn_python::to_decode_arguments(v, a).empty());
+  }
+}
