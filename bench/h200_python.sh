@@ -22,7 +22,9 @@ PYTHONPATH=$PWD/python python3 -c "import pagedattn" || { log "the built package
 log "tests"
 {
   echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
-  PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -q -rs python/tests 2>&1
+  # -v: each test's name before it runs, so that a crash names its test (faulthandler, on by default in
+  # pytest, prints the Python stack); the bad-input cases run in child processes (test_ops.py).
+  PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -v -rfEs python/tests 2>&1
 } | tee "$OUT/h200-python-tests.txt" | tail -30
 tests_rc=${PIPESTATUS[0]}
 log "tests: exit status $tests_rc"

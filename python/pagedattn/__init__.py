@@ -17,6 +17,10 @@ from . import ops
 
 __all__ = ["decode", "ops"]
 
+# The overload itself, not the packet torch.ops.pagedattn.decode: a call skips the packet's overload
+# resolution (part of the op's host overhead).
+_decode_op = torch.ops.pagedattn.decode.default
+
 
 def decode(
     query: torch.Tensor,
@@ -48,10 +52,9 @@ def decode(
                              f"block_tables [num_seqs, max_blocks_per_seq], got {tuple(key_cache.shape)} and "
                              f"{tuple(block_tables.shape)}")
         max_seq_len = block_tables.shape[1] * key_cache.shape[3]
-    if scale is None:
-        scale = query.shape[-1] ** -0.5
+    if scale is None:  # a query that is not [num_seqs, num_heads, head_size > 0] is the op's to name
+        scale = query.shape[-1] ** -0.5 if query.dim() == 3 and query.shape[-1] > 0 else 1.0
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
-    torch.ops.pagedattn.decode(out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
-                               alibi_slopes)
+    _decode_op(out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len), alibi_slopes)
     return out

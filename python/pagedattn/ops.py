@@ -55,10 +55,10 @@ def paged_attention_v1(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
-                                           block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
-                                           tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
-                                           blocksparse_head_sliding_step)
+    torch.ops.pagedattn.paged_attention_v1.default(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+                                                   block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
+                                                   tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+                                                   blocksparse_head_sliding_step)
 
 
 def paged_attention_v2(
@@ -85,7 +85,7 @@ def paged_attention_v2(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
-                                           block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
-                                           float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
-                                           blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)
+    torch.ops.pagedattn.paged_attention_v2.default(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
+                                                   block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+                                                   float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
+                                                   blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)

@@ -1,7 +1,12 @@
 """pagedattn's PyTorch operators against the torch reference; vLLM's signatures; CUDA graphs, torch.compile,
 strided queries and every bad input. Needs a CUDA device and the built package (skipped otherwise)."""
 import inspect
+import json
 import math
+import pathlib
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -116,36 +121,88 @@ def test_meta_tensors_trace():
     assert out.device.type == "meta" and out.shape == p.query.shape
 
 
-def bad_cases(p):
-    """(argument named in the message, keyword overrides of decode's or v2's inputs)."""
-    x = p.key_cache
+def bad_cases():
+    """(argument named in the message, keyword overrides of decode's inputs for a Problem p)."""
+    def key_cache_4d(p):
+        x = p.key_cache
+        return dict(key_cache=x.reshape(x.shape[0], x.shape[1], -1, x.shape[3]))
+
     return [
-        ("query", dict(query=p.query.cpu())),
-        ("query", dict(query=p.query.to(torch.float64))),
-        ("out", dict(out=torch.empty(1, 1, 1, dtype=p.dtype, device="cuda"))),
-        ("out", dict(out=torch.empty_like(p.query, dtype=torch.float32))),
-        ("key_cache", dict(key_cache=x.reshape(x.shape[0], x.shape[1], -1, x.shape[3]))),
-        ("key_cache", dict(key_cache=x.to(torch.float32))),
-        ("value_cache", dict(value_cache=p.value_cache[:, :, :64])),
-        ("block_tables", dict(block_tables=p.block_tables.long())),
-        ("block_tables", dict(block_tables=p.block_tables[:1])),
-        ("seq_lens", dict(seq_lens=p.seq_lens.long())),
-        ("seq_lens", dict(seq_lens=p.seq_lens[:1])),
-        ("alibi_slopes", dict(alibi_slopes=torch.zeros(3, device="cuda"))),
-        ("max_seq_len", dict(max_seq_len=10 ** 7)),
+        ("query", lambda p: dict(query=p.query.cpu())),
+        ("query", lambda p: dict(query=p.query.to(torch.float64))),
+        ("out", lambda p: dict(out=torch.empty(1, 1, 1, dtype=p.dtype, device="cuda"))),
+        ("out", lambda p: dict(out=torch.empty_like(p.query, dtype=torch.float32))),
+        ("key_cache", key_cache_4d),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.to(torch.float32))),
+        ("value_cache", lambda p: dict(value_cache=p.value_cache[:, :, :64])),
+        ("block_tables", lambda p: dict(block_tables=p.block_tables.long())),
+        ("block_tables", lambda p: dict(block_tables=p.block_tables[:1])),
+        ("seq_lens", lambda p: dict(seq_lens=p.seq_lens.long())),
+        ("seq_lens", lambda p: dict(seq_lens=p.seq_lens[:1])),
+        ("alibi_slopes", lambda p: dict(alibi_slopes=torch.zeros(3, device="cuda"))),
+        ("max_seq_len", lambda p: dict(max_seq_len=10 ** 7)),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache[0, 0, 0, 0])),  # 1-D, with max_seq_len given
+        ("query", lambda p: dict(query=p.query[0])),  # 2-D
     ]
 
 
-@pytest.mark.parametrize("case", range(13))
-def test_bad_input_names_the_argument(case):
-    p = Problem([40, 7], 8, 2, 128, seed=8)
-    name, override = bad_cases(p)[case]
-    kwargs = dict(query=p.query, key_cache=p.key_cache, value_cache=p.value_cache, block_tables=p.block_tables,
-                  seq_lens=p.seq_lens, max_seq_len=40, alibi_slopes=None, out=None)
-    kwargs.update(override)
-    with pytest.raises(ValueError, match=name):
-        pagedattn.decode(kwargs.pop("query"), kwargs.pop("key_cache"), kwargs.pop("value_cache"), kwargs.pop("block_tables"),
-                         kwargs.pop("seq_lens"), **kwargs)
+def run_bad_cases(cases):
+    """In a child process (bad_input_outcomes): each case's outcome on one line, flushed before the next
+    case starts, so that a crash names its case and spares the others' results."""
+    for case in cases:
+        print(f"start {case}", flush=True)
+        try:
+            p = Problem([40, 7], 8, 2, 128, seed=8)
+            kwargs = dict(query=p.query, key_cache=p.key_cache, value_cache=p.value_cache, block_tables=p.block_tables,
+                          seq_lens=p.seq_lens, max_seq_len=40, alibi_slopes=None, out=None)
+            kwargs.update(bad_cases()[case][1](p))
+            pagedattn.decode(kwargs.pop("query"), kwargs.pop("key_cache"), kwargs.pop("value_cache"), kwargs.pop("block_tables"),
+                             kwargs.pop("seq_lens"), **kwargs)
+            torch.cuda.synchronize()
+            outcome = "no exception"
+        except Exception as e:  # noqa: BLE001  (the parent judges the type and the message)
+            outcome = f"{type(e).__name__}: {e}"
+        print(f"done {case} {json.dumps(outcome)}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def bad_input_outcomes():
+    """Every bad case's outcome, run in child processes: a case that crashes the process is reported as
+    such, and the cases after it run in a fresh child."""
+    outcomes, remaining = {}, list(range(len(bad_cases())))
+    child = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); import test_ops; "
+             "test_ops.run_bad_cases(json.loads(sys.argv[2]))")
+    path = json.dumps([str(pathlib.Path(__file__).resolve().parent)] + [p for p in sys.path if p])
+    while remaining:
+        try:
+            proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", child, path, json.dumps(remaining)],
+                                  capture_output=True, text=True, timeout=240)
+            stdout, stderr, status = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            stdout, stderr, status = e.stdout or "", e.stderr or "", "timeout"
+            stdout, stderr = (x.decode() if isinstance(x, bytes) else x for x in (stdout, stderr))
+        started = None
+        for line in stdout.splitlines():
+            if line.startswith("start "):
+                started = int(line.split()[1])
+            elif line.startswith("done "):
+                _, case, outcome = line.split(" ", 2)
+                outcomes[int(case)] = json.loads(outcome)
+                started = None
+        if started is not None:
+            outcomes[started] = f"CRASHED the process (status {status}): {stderr[-3000:]}"
+        if started is None or status == "timeout":  # the child ended between cases, or hung: the rest did not run
+            for case in remaining:
+                outcomes.setdefault(case, f"not run: the child ended (status {status}): {stderr[-3000:]}")
+        remaining = [case for case in remaining if case not in outcomes]
+    return outcomes
+
+
+@pytest.mark.parametrize("case", range(len(bad_cases())))
+def test_bad_input_names_the_argument(case, bad_input_outcomes):
+    name = bad_cases()[case][0]
+    outcome = bad_input_outcomes[case]
+    assert outcome.startswith("ValueError: ") and re.search(name, outcome), f"case {case} ({name}): {outcome}"
 
 
 @pytest.mark.parametrize("name,value", [("kv_cache_dtype", "fp8"), ("k_scale", 0.5), ("blocksparse_vert_stride", 4),
