@@ -2,7 +2,9 @@
 # The Python package's device run (a call of its own: bench/h200_run.sh fills most of one call's 10 minutes):
 # build pagedattn._C in place for the GPU present with the installed torch, run its pytest suite (the seed
 # comparison too when .seed/ is carried: bash bench/fetch_seed.sh) and its benchmark (bench_ops: an eager
-# call against a graph replay, and the seed). Writes h200-python-tests.txt and h200-python-ops.json to $OUT.
+# call against a graph replay, against the C++ call (bench_call_overhead, built here beside the package)
+# and against the seed). Writes h200-python-tests.txt, h200-python-ops.json and h200-call-overhead.json
+# to $OUT.
 # Usage (device tool, repo root): bash bench/h200_python.sh        with carry [".seed"]
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -14,10 +16,16 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 arch=$(python3 -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())")
 log "device: $gpu; commit $commit; torch $(python3 -c 'import torch; print(torch.__version__)'); arch $arch"
 
-log "build"
+log "build (the package, and bench_call_overhead beside it)"
+sm=${arch/./}
+( cmake -S . -B build-call-overhead -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$sm" -DPAGEDATTN_BUILD_TESTS=OFF \
+        -DPAGEDATTN_BUILD_EXAMPLES=OFF -DPAGEDATTN_BUILD_BENCH=ON && timeout 420 cmake --build build-call-overhead --target bench_call_overhead ) \
+  >"$OUT/h200-call-overhead-build.txt" 2>&1 &
+cpp_build=$!
 if ! (cd python && TORCH_CUDA_ARCH_LIST=$arch timeout 420 python3 setup.py build_ext --inplace) >"$OUT/h200-python-build.txt" 2>&1; then
   log "build failed"; tail -40 "$OUT/h200-python-build.txt"; exit 1
 fi
+wait $cpp_build || { log "bench_call_overhead build failed"; tail -20 "$OUT/h200-call-overhead-build.txt"; }
 PYTHONPATH=$PWD/python python3 -c "import pagedattn" || { log "the built package does not import"; exit 1; }
 log "tests"
 {
@@ -29,7 +37,14 @@ log "tests"
 tests_rc=${PIPESTATUS[0]}
 log "tests: exit status $tests_rc"
 log "bench"
-PYTHONPATH=$PWD/python timeout 120 python3 python/bench/bench_ops.py --out "$OUT/h200-python-ops.json"
+cpp_rc=1
+if [ -x build-call-overhead/bench/bench_call_overhead ]; then
+  timeout 120 build-call-overhead/bench/bench_call_overhead --json "$OUT/h200-call-overhead.json" --commit "$commit"
+  cpp_rc=$?
+fi
+cpp_arg=(); [ $cpp_rc -eq 0 ] && cpp_arg=(--cpp "$OUT/h200-call-overhead.json")
+PYTHONPATH=$PWD/python timeout 180 python3 python/bench/bench_ops.py --out "$OUT/h200-python-ops.json" "${cpp_arg[@]}"
 bench_rc=$?
+[ $cpp_rc -eq 0 ] || { log "bench_call_overhead: exit status $cpp_rc"; bench_rc=1; }
 log "bench: exit status $bench_rc"
 exit $((tests_rc != 0 || bench_rc != 0))

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The Python op's cost: pagedattn.ops.paged_attention_v2 called eagerly against the same call replayed
-from a CUDA graph (the device time alone), at 1 x 1000 and 64 x 4096 (Qwen3.6: 24/4 heads, head 256,
-fp16), and the seed's Triton function on the same inputs (when .seed/ and Triton are there).
+"""The Python op's cost: pagedattn.ops.paged_attention_v2 called eagerly, against the same call replayed
+from a CUDA graph and against the C++ call (bench/bench_call_overhead's JSON, measured the same way in the
+same run), at 1 x 1000, 64 x 4096 and 1 x 100000 (Qwen3.6: 24/4 heads, head 256, fp16, block 16), and the
+seed's Triton function on the same inputs (when .seed/ and Triton are there).
 
-    python3 python/bench/bench_ops.py --out ops.json
+    python3 python/bench/bench_ops.py --out ops.json [--cpp call_overhead.json]
 
 Eager: the median over calls of the wall time of a call followed by a synchronize, so it includes the
-Python call, the dispatcher, the argument checks and the launch. Graph: the same for graph.replay().
-The difference is what the op adds to an eager call.
+Python call, the argument checks and the launch. Host: the median time until the call returns (the GPU
+drained between calls). Graph: the same for graph.replay(). overhead_vs_cpp_us is what the op adds to
+the C++ call (issue 16's target: < 5 µs); the op_overload_* fields are the same call through the
+dispatcher (torch.ops.pagedattn.paged_attention_v2, the path torch.compile's graphs take).
 """
 import argparse
 import importlib.util
@@ -40,6 +43,21 @@ def median_us(fn, n):
     return statistics.median(times)
 
 
+def median_host_us(fn, n):
+    """Median time until the call returns (the host's work: Python, checks, launch), the GPU drained
+    between calls so that no launch queue builds up."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 def load_seed():
     try:
         import triton  # noqa: F401
@@ -56,8 +74,13 @@ def load_seed():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--cpp", help="bench_call_overhead's JSON from the same run")
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
+    cpp = {}
+    if args.cpp:
+        cpp = {r["shape"]: r for r in json.loads(pathlib.Path(args.cpp).read_text())["rows"]}
+    v2_op = torch.ops.pagedattn.paged_attention_v2.default
     seed_v2 = load_seed()
     rows = []
     for num_seqs, seq_len in [(1, 1000), (64, 4096), (1, 100000)]:
@@ -82,7 +105,13 @@ def main():
             eager()
         row = {"shape": f"{num_seqs}x{seq_len}", "heads": "24/4", "head_dim": 256, "dtype": "fp16",
                "eager_us": median_us(eager, args.calls), "graph_us": median_us(graph.replay, args.calls)}
-        row["op_overhead_us"] = row["eager_us"] - row["graph_us"]
+        row["host_us"] = median_host_us(eager, args.calls)
+        row["op_overload_eager_us"] = median_us(lambda: v2_op(*call_args), args.calls)
+        row["op_overload_host_us"] = median_host_us(lambda: v2_op(*call_args), args.calls)
+        if row["shape"] in cpp:
+            c = cpp[row["shape"]]
+            row.update(cpp_eager_us=c["eager_us"], cpp_graph_us=c["graph_us"], cpp_host_us=c["host_us"],
+                       overhead_vs_cpp_us=row["eager_us"] - c["eager_us"], host_overhead_vs_cpp_us=row["host_us"] - c["host_us"])
         if seed_v2 is not None:
             row["seed_eager_us"] = median_us(lambda: seed_v2(*call_args[:14]), args.calls)
         rows.append(row)

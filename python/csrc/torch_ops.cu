@@ -5,6 +5,8 @@
 // so that torch.compile traces them and CUDA graphs capture them. The temporary storage comes from
 // PyTorch's caching allocator on the current stream: no cudaMalloc after the first call of a shape, and
 // inside a graph capture from the graph's pool. Bad input raises ValueError with pagedattn's message.
+// The module pagedattn._C also exports each function for Python without the dispatcher (*_eager), the
+// path of a plain eager call (pagedattn/_paths.py says which calls take it).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -14,7 +16,9 @@
 
 #include "vllm_decode_arguments.h"
 
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -203,7 +207,42 @@ void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Te
 
 #if defined(TORCH_EXTENSION_NAME) // built as the Python module pagedattn._C: importing it registers the operators
 #include <torch/extension.h>
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported"; }
+
+namespace {
+
+/// An operator's function called from Python without the dispatcher (the eager path of pagedattn.ops and
+/// pagedattn.decode: the dispatcher's boxing of vLLM's 22 arguments costs more than the launch, issue 16).
+/// Its errors leave as the operator's do: ValueError for a bad argument, RuntimeError otherwise.
+template <auto Fn>
+struct EagerCall;
+template <class... Args, void (*Fn)(Args...)>
+struct EagerCall<Fn> {
+  static void call(Args... args)
+  {
+    try
+    {
+      Fn(std::forward<Args>(args)...);
+    }
+    catch (const c10::ValueError& e)
+    {
+      throw pybind11::value_error(e.what_without_backtrace());
+    }
+    catch (const c10::Error& e)
+    {
+      throw std::runtime_error(e.what_without_backtrace());
+    }
+  }
+};
+
+} // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+  m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported; the eager entry points";
+  m.def("paged_attention_v1_eager", &EagerCall<&paged_attention_v1>::call);
+  m.def("paged_attention_v2_eager", &EagerCall<&paged_attention_v2>::call);
+  m.def("decode_eager", &EagerCall<&decode>::call);
+}
 #endif
 
 TORCH_LIBRARY(pagedattn, m)

@@ -19,6 +19,9 @@ from typing import Optional
 
 import torch
 
+from . import _C
+from ._paths import plain_eager
+
 __all__ = ["paged_attention_v1", "paged_attention_v2"]
 
 
@@ -32,6 +35,12 @@ def __getattr__(name):
         raise AttributeError(f"pagedattn.ops has no {name!r}; other names come from vllm._custom_ops, which is not "
                              f"importable ({e})") from e
     return getattr(vllm_ops, name)
+
+
+# The overloads themselves, not the packets torch.ops.pagedattn.*: a call skips the packet's overload
+# resolution.
+_v1_op = torch.ops.pagedattn.paged_attention_v1.default
+_v2_op = torch.ops.pagedattn.paged_attention_v2.default
 
 
 def paged_attention_v1(
@@ -55,7 +64,8 @@ def paged_attention_v1(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v1.default(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+    call = _C.paged_attention_v1_eager if plain_eager(query) else _v1_op
+    call(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
                                                    block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
                                                    tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
                                                    blocksparse_head_sliding_step)
@@ -85,7 +95,8 @@ def paged_attention_v2(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v2.default(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
+    call = _C.paged_attention_v2_eager if plain_eager(query) else _v2_op
+    call(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
                                                    block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
                                                    float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
                                                    blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)

@@ -114,6 +114,22 @@ def test_torch_compile_without_graph_breaks():
     assert torch.equal(out, run_decode(p))
 
 
+def test_eager_path_and_operator_agree():
+    """A plain eager call skips the dispatcher (pagedattn._C.*_eager); the registered operator computes the
+    same bits, and everything that is not a plain eager CUDA call is routed to it."""
+    from pagedattn._paths import plain_eager
+    p = Problem([3000, 1, 700], 24, 4, 128, seed=11)
+    assert plain_eager(p.query)
+    assert not plain_eager(p.query.to("meta")) and not plain_eager(p.query.cpu())
+    via_op = torch.full_like(p.query, float("nan"))
+    torch.ops.pagedattn.decode.default(via_op, p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, p.scale,
+                                       p.max_seq_len, None)
+    assert torch.equal(run_decode(p, scale=p.scale), via_op)
+    with pytest.raises(ValueError, match="kv_cache_dtype"):
+        torch.ops.pagedattn.paged_attention_v1.default(torch.empty_like(p.query), p.query, p.key_cache, p.value_cache, 4, p.scale,
+                                                       p.block_tables, p.seq_lens, 16, p.max_seq_len, None, "fp8", 1.0, 1.0)
+
+
 def test_meta_tensors_trace():
     p = Problem([10], 8, 2, 128, seed=7)
     meta = [t.to("meta") for t in (p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)]
