@@ -2,9 +2,9 @@
 //   paged_attention_v1 / paged_attention_v2: vLLM 0.6.x's argument lists and semantics;
 //   decode: the arguments pagedattn needs, for pagedattn.decode().
 // Each has a CUDA kernel and a Meta kernel (nothing to compute: the ops write `out` and return nothing),
-// so that torch.compile traces them and CUDA graphs capture them. The temporary storage comes from
-// PyTorch's caching allocator on the current stream: no cudaMalloc after the first call of a shape, and
-// inside a graph capture from the graph's pool. Bad input raises ValueError with pagedattn's message.
+// so that torch.compile traces them and CUDA graphs capture them. The temporary storage is a buffer per
+// device and stream, kept between calls (from PyTorch's caching allocator), and inside a graph capture a
+// tensor from the graph's pool (temporary_storage()). Bad input raises ValueError with pagedattn's message.
 // The module pagedattn._C also exports each function for Python without the dispatcher (*_eager), the
 // path of a plain eager call (pagedattn/_paths.py says which calls take it).
 #include <ATen/ATen.h>
@@ -16,6 +16,8 @@
 
 #include "vllm_decode_arguments.h"
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -73,6 +75,37 @@ void check_decode(cudaError_t err)
   TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
 }
 
+/// The temporary storage of a call on `stream`. Outside a graph capture: the stream's own buffer, kept
+/// and grown (calls on one stream run in order, so they may share it; a replaced buffer goes back to the
+/// caching allocator's pool of that stream), which spares each call an allocation. Inside a capture: a
+/// fresh tensor from the graph's pool (held by `captured`), so that a replay, which may run on any stream,
+/// shares no memory with eager calls. The buffers live as long as the process.
+void* temporary_storage(std::size_t bytes, const at::Tensor& like, cudaStream_t stream, at::Tensor& captured)
+{
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t err = cudaStreamIsCapturing(stream, &capture);
+  TORCH_CHECK(err == cudaSuccess, "pagedattn: cudaStreamIsCapturing failed (", cudaGetErrorString(err), ")");
+  const auto options = like.options().dtype(at::kByte);
+  if (capture != cudaStreamCaptureStatusNone)
+  {
+    captured = at::empty({static_cast<std::int64_t>(bytes)}, options);
+    return captured.data_ptr();
+  }
+  struct Buffers {
+    std::mutex mutex;
+    std::map<std::pair<int, cudaStream_t>, at::Tensor> by_stream;
+  };
+  static Buffers* const buffers = new Buffers; // never destroyed: no CUDA frees after the runtime's teardown
+  const std::lock_guard<std::mutex> lock(buffers->mutex);
+  at::Tensor& buffer = buffers->by_stream[{like.get_device(), stream}];
+  if (!buffer.defined() || static_cast<std::size_t>(buffer.numel()) < bytes)
+  {
+    buffer = at::Tensor(); // the old buffer back to the pool before the larger one is taken
+    buffer = at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, options);
+  }
+  return buffer.data_ptr();
+}
+
 /// The tensors of one call, for their data pointers once check() has passed.
 struct CallTensors {
   const at::Tensor& out;
@@ -100,10 +133,12 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   throw_if_bad(pagedattn_python::to_decode_arguments(v, a));
   if (a.num_seqs == 0) { return; }
   const c10::cuda::CUDAGuard guard(t.query.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
   std::size_t bytes = 0;
   check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
-  const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, t.query.options().dtype(at::kByte));
-  check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream()));
+  at::Tensor captured_temp; // held until the launch is enqueued (a capture's allocation belongs to the graph)
+  void* temp = temporary_storage(bytes, t.query, stream, captured_temp);
+  check_decode(pagedattn::DevicePagedAttention::Decode(temp, bytes, a, stream));
 }
 
 /// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not

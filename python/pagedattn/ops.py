@@ -7,8 +7,8 @@ Replace ``from vllm import _custom_ops as ops`` by ``from pagedattn import ops``
 other uses of ``ops`` keep working. Both functions write ``out``:
 
 - ``exp_sum``, ``max_logits`` and ``tmp_out`` (v2) are vLLM's workspace for its own kernel. pagedattn
-  accepts them and does not use them: it takes its own temporary storage from PyTorch's caching
-  allocator. v1 and v2 compute the same thing with the same kernel.
+  accepts them and does not use them: it keeps its own temporary storage per device and stream
+  (python/README.md). v1 and v2 compute the same thing with the same kernel.
 - ``kv_cache_dtype`` must be "auto" and ``k_scale``/``v_scale`` 1.0 (fp8 caches are not supported
   yet), and block-sparse attention (``blocksparse_vert_stride > 1``) is not supported: each raises
   ValueError. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by block-sparse

@@ -130,6 +130,27 @@ def test_eager_path_and_operator_agree():
                                                        p.block_tables, p.seq_lens, 16, p.max_seq_len, None, "fp8", 1.0, 1.0)
 
 
+def test_streams_keep_their_own_temporary_storage():
+    """Eager calls on two streams at once, each with its own buffer (grown by a larger launch on one of
+    them), each equal to a call on the default stream."""
+    small = Problem([700, 3], 24, 4, 128, seed=12)
+    large = Problem([30000, 5, 9000], 24, 4, 128, seed=13)
+    expected = [run_decode(small), run_decode(large)]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(3):
+        for problem, stream in zip([small, large], streams):
+            with torch.cuda.stream(stream):
+                outs.append(run_decode(problem))
+        for problem, stream in zip([large, small], streams):  # the first stream's buffer grows
+            with torch.cuda.stream(stream):
+                outs.append(run_decode(problem))
+    torch.cuda.synchronize()
+    for i, out in enumerate(outs):
+        assert torch.equal(out, expected[[0, 1, 1, 0][i % 4]]), f"call {i}"
+
+
 def test_meta_tensors_trace():
     p = Problem([10], 8, 2, 128, seed=7)
     meta = [t.to("meta") for t in (p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)]
