@@ -74,6 +74,37 @@ def load_seed():
     return module.paged_attention_v2_triton
 
 
+def host_time_breakdown(case, calls):
+    """The eager call's host time step by step (a build with -DPAGEDATTN_OP_PROBES only): each entry is
+    the median time until the call returns, from nothing at all to the whole wrapper."""
+    from pagedattn._paths import plain_eager
+    args22 = case["call_args"] + (0, 0, 0, 64, 0)
+    query = case["call_args"][4]
+    _C = pagedattn._C
+
+    def python_22(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+                  block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank=0, blocksparse_local_blocks=0,
+                  blocksparse_vert_stride=0, blocksparse_block_size=64, blocksparse_head_sliding_step=0):
+        pass
+
+    steps = {"nothing": lambda: None,
+             "python_function_22_args": lambda: python_22(*case["call_args"]),
+             "plain_eager": lambda: plain_eager(query),
+             "fastcall_read_arguments": lambda: _C._probe_noop_v2(*args22)}
+    result = {name: median_host_us(fn, calls) for name, fn in steps.items()}
+    _C._probe_skip_launch(True)
+    try:
+        result["fastcall_all_but_launch"] = median_host_us(lambda: _C.paged_attention_v2_eager(*args22), calls)
+    finally:
+        _C._probe_skip_launch(False)
+    result["fastcall_eager"] = median_host_us(lambda: _C.paged_attention_v2_eager(*args22), calls)
+    result["pybind_eager"] = median_host_us(lambda: _C._probe_pybind_v2(*args22), calls)
+    result["wrapper"] = median_host_us(case["eager"], calls)
+    result["through_dispatcher"] = median_host_us(case["through_dispatcher"], calls)
+    print("breakdown (host us, " + case["shape"] + "):", json.dumps(result))
+    return {"shape": case["shape"], "host_us": result}
+
+
 def run_cpp(binary, path):
     """One run of bench_call_overhead (the C++ call timed the same way): its rows by shape."""
     subprocess.run([binary, "--json", path, "--commit", "bench_ops"], check=True, stdout=subprocess.DEVNULL, timeout=300)
@@ -134,6 +165,7 @@ def main():
             r[c["shape"]] = m
         rounds.append(r)
     rows = []
+    breakdown = host_time_breakdown(cases[0], args.calls * 5) if hasattr(pagedattn._C, "_probe_noop_v2") else None
     for c in cases:
         row = {"shape": c["shape"], "heads": "24/4", "head_dim": 256, "dtype": "fp16"}
         for key in rounds[0][c["shape"]]:
@@ -146,7 +178,8 @@ def main():
             row["seed_eager_us"] = median_us(lambda: seed_v2(*c["call_args"][:14]), args.calls)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}))
-    result = {"commit": args.commit, "device": torch.cuda.get_device_name(), "torch": torch.__version__, "method": __doc__.split("\n\n")[2], "rows": rows}
+    result = {"breakdown": breakdown} if breakdown else {}
+    result |= {"commit": args.commit, "device": torch.cuda.get_device_name(), "torch": torch.__version__, "method": __doc__.split("\n\n")[2], "rows": rows}
     pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
 

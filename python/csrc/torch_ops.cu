@@ -75,6 +75,10 @@ void check_decode(cudaError_t err)
   TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
 }
 
+#if defined(PAGEDATTN_OP_PROBES)
+bool probe_skip_launch = false; ///< bench_ops's breakdown: every step of the call but the launch
+#endif
+
 /// The temporary storage of a call on `stream`. Outside a graph capture: the stream's own buffer, kept
 /// and grown (calls on one stream run in order, so they may share it; a replaced buffer goes back to the
 /// caching allocator's pool of that stream), which spares each call an allocation. Inside a capture: a
@@ -138,6 +142,9 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
   at::Tensor captured_temp; // held until the launch is enqueued (a capture's allocation belongs to the graph)
   void* temp = temporary_storage(bytes, t.query, stream, captured_temp);
+#if defined(PAGEDATTN_OP_PROBES)
+  if (probe_skip_launch) { return; }
+#endif
   check_decode(pagedattn::DevicePagedAttention::Decode(temp, bytes, a, stream));
 }
 
@@ -243,40 +250,173 @@ void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Te
 #if defined(TORCH_EXTENSION_NAME) // built as the Python module pagedattn._C: importing it registers the operators
 #include <torch/extension.h>
 
+#include <tuple>
+
 namespace {
 
-/// An operator's function called from Python without the dispatcher (the eager path of pagedattn.ops and
-/// pagedattn.decode: the dispatcher's boxing of vLLM's 22 arguments costs more than the launch, issue 16).
-/// Its errors leave as the operator's do: ValueError for a bad argument, RuntimeError otherwise.
+// ---- the eager entry points: an operator's function called from Python without the dispatcher ----------
+// The path of a plain eager call (pagedattn/_paths.py): the dispatcher's boxing of vLLM's 22 arguments
+// costs more than the launch (issue 16). The arguments are read straight from the vectorcall array
+// (METH_FASTCALL), each by its C++ parameter type; errors leave as the operator's do: ValueError for a
+// bad argument, RuntimeError otherwise, TypeError for an argument of the wrong Python type.
+
+/// One parameter type: the value held while the call runs, and how it is read from Python.
+template <class A>
+struct EagerArg;
+template <>
+struct EagerArg<const at::Tensor&> {
+  using Held = at::Tensor;
+  static constexpr const char* expected = "a torch.Tensor";
+  static bool load(PyObject* o, Held& h)
+  {
+    if (!THPVariable_Check(o)) { return false; }
+    h = THPVariable_Unpack(o);
+    return true;
+  }
+};
+template <>
+struct EagerArg<at::Tensor&> : EagerArg<const at::Tensor&> {};
+template <>
+struct EagerArg<const c10::optional<at::Tensor>&> {
+  using Held = c10::optional<at::Tensor>;
+  static constexpr const char* expected = "a torch.Tensor or None";
+  static bool load(PyObject* o, Held& h)
+  {
+    if (o == Py_None) { return true; }
+    if (!THPVariable_Check(o)) { return false; }
+    h = THPVariable_Unpack(o);
+    return true;
+  }
+};
+template <>
+struct EagerArg<int64_t> {
+  using Held = int64_t;
+  static constexpr const char* expected = "an int";
+  static bool load(PyObject* o, Held& h)
+  {
+    if (!PyLong_Check(o)) { return false; }
+    h = PyLong_AsLongLong(o);
+    if (h == -1 && PyErr_Occurred()) { PyErr_Clear(); return false; } // out of int64's range
+    return true;
+  }
+};
+template <>
+struct EagerArg<double> {
+  using Held = double;
+  static constexpr const char* expected = "a float";
+  static bool load(PyObject* o, Held& h)
+  {
+    if (!PyFloat_Check(o) && !PyLong_Check(o)) { return false; }
+    h = PyFloat_AsDouble(o);
+    if (h == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    return true;
+  }
+};
+template <>
+struct EagerArg<const std::string&> {
+  using Held = std::string;
+  static constexpr const char* expected = "a str";
+  static bool load(PyObject* o, Held& h)
+  {
+    if (!PyUnicode_Check(o)) { return false; }
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(o, &size);
+    if (!utf8) { PyErr_Clear(); return false; }
+    h.assign(utf8, static_cast<std::size_t>(size));
+    return true;
+  }
+};
+
 template <auto Fn>
 struct EagerCall;
 template <class... Args, void (*Fn)(Args...)>
 struct EagerCall<Fn> {
-  static void call(Args... args)
+  static constexpr Py_ssize_t arity = sizeof...(Args);
+  using Held = std::tuple<typename EagerArg<Args>::Held...>;
+
+  /// A METH_FASTCALL function: exactly the operator's arguments, by position (pagedattn.ops and
+  /// pagedattn.decode pass them so).
+  static PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs)
   {
+    if (nargs != arity)
+    {
+      PyErr_Format(PyExc_TypeError, "pagedattn: the eager call takes %zd arguments, got %zd", arity, nargs);
+      return nullptr;
+    }
+    Held held;
+    if (!load(args, held, std::index_sequence_for<Args...>{})) { return nullptr; }
     try
     {
-      Fn(std::forward<Args>(args)...);
+      std::apply(Fn, held);
     }
     catch (const c10::ValueError& e)
     {
-      throw pybind11::value_error(e.what_without_backtrace());
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+      return nullptr;
     }
     catch (const c10::Error& e)
     {
-      throw std::runtime_error(e.what_without_backtrace());
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+      return nullptr;
     }
+    catch (const std::exception& e)
+    {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+
+private:
+  template <std::size_t... I>
+  static bool load(PyObject* const* args, Held& held, std::index_sequence<I...>)
+  {
+    const bool loaded[] = {EagerArg<Args>::load(args[I], std::get<I>(held))...};
+    const char* const expected[] = {EagerArg<Args>::expected...};
+    for (std::size_t i = 0; i < sizeof...(Args); ++i)
+    {
+      if (!loaded[i])
+      {
+        PyErr_Format(PyExc_TypeError, "pagedattn: argument %zu must be %s, got %s", i, expected[i], Py_TYPE(args[i])->tp_name);
+        return false;
+      }
+    }
+    return true;
   }
 };
+
+template <auto Fn>
+PyCFunction eager_function()
+{
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&EagerCall<Fn>::call));
+}
+
+#if defined(PAGEDATTN_OP_PROBES) // bench_ops's breakdown of the eager call's host time (not in a normal build)
+void probe_noop_v2(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                   const at::Tensor&, int64_t, double, const at::Tensor&, const at::Tensor&, int64_t, int64_t,
+                   const c10::optional<at::Tensor>&, const std::string&, double, double, int64_t, int64_t, int64_t, int64_t, int64_t)
+{
+}
+#endif
 
 } // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 {
   m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported; the eager entry points";
-  m.def("paged_attention_v1_eager", &EagerCall<&paged_attention_v1>::call);
-  m.def("paged_attention_v2_eager", &EagerCall<&paged_attention_v2>::call);
-  m.def("decode_eager", &EagerCall<&decode>::call);
+  static PyMethodDef eager_methods[] = {
+      {"paged_attention_v1_eager", eager_function<&paged_attention_v1>(), METH_FASTCALL, "torch.ops.pagedattn.paged_attention_v1's function"},
+      {"paged_attention_v2_eager", eager_function<&paged_attention_v2>(), METH_FASTCALL, "torch.ops.pagedattn.paged_attention_v2's function"},
+      {"decode_eager", eager_function<&decode>(), METH_FASTCALL, "torch.ops.pagedattn.decode's function"},
+#if defined(PAGEDATTN_OP_PROBES)
+      {"_probe_noop_v2", eager_function<&probe_noop_v2>(), METH_FASTCALL, "reads v2's arguments, does nothing"},
+#endif
+      {nullptr, nullptr, 0, nullptr}};
+  if (PyModule_AddFunctions(m.ptr(), eager_methods) != 0) { throw pybind11::error_already_set(); }
+#if defined(PAGEDATTN_OP_PROBES)
+  m.def("_probe_pybind_v2", &paged_attention_v2); // the same call through pybind11's argument casters
+  m.def("_probe_skip_launch", [](bool skip) { probe_skip_launch = skip; });
+#endif
 }
 #endif
 
