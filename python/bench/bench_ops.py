@@ -77,9 +77,8 @@ def load_seed():
 def host_time_breakdown(case, calls):
     """The eager call's host time step by step (a build with -DPAGEDATTN_OP_PROBES only): each entry is
     the median time until the call returns, from nothing at all to the whole wrapper."""
-    from pagedattn._paths import plain_eager
+    from torch.compiler import is_compiling
     args22 = case["call_args"] + (0, 0, 0, 64, 0)
-    query = case["call_args"][4]
     _C = pagedattn._C
 
     def python_22(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
@@ -89,7 +88,7 @@ def host_time_breakdown(case, calls):
 
     steps = {"nothing": lambda: None,
              "python_function_22_args": lambda: python_22(*case["call_args"]),
-             "plain_eager": lambda: plain_eager(query),
+             "is_compiling": is_compiling,
              "fastcall_read_arguments": lambda: _C._probe_noop_v2(*args22)}
     result = {name: median_host_us(fn, calls) for name, fn in steps.items()}
     _C._probe_skip_launch(True)

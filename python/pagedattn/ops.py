@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._paths import plain_eager
+from ._paths import call
 
 __all__ = ["paged_attention_v1", "paged_attention_v2"]
 
@@ -64,11 +64,10 @@ def paged_attention_v1(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    call = _C.paged_attention_v1_eager if plain_eager(query) else _v1_op
-    call(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
-                                                   block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
-                                                   tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
-                                                   blocksparse_head_sliding_step)
+    call(_C.paged_attention_v1_eager, _v1_op,
+         (out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+          kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+          blocksparse_head_sliding_step))
 
 
 def paged_attention_v2(
@@ -95,8 +94,7 @@ def paged_attention_v2(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    call = _C.paged_attention_v2_eager if plain_eager(query) else _v2_op
-    call(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
-                                                   block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
-                                                   float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
-                                                   blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)
+    call(_C.paged_attention_v2_eager, _v2_op,
+         (out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+          max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+          blocksparse_block_size, blocksparse_head_sliding_step))
