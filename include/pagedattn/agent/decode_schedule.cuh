@@ -14,6 +14,7 @@
 // part); an empty or invalid sequence still gives one, the block that writes its output (0 or NaN).
 #include <pagedattn/config.cuh>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pagedattn {
@@ -103,6 +104,97 @@ PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int lo
     if (c.beats(best)) { best = c; }
   }
   return best.partition_tokens;
+}
+
+} // namespace pagedattn
+
+// ---- the plan of a launch from the lengths on the device ---------------------------------------------------
+//
+// A launch planned on the device (issue 15) lays out its work items in ticket order, sequence by sequence,
+// and within a sequence segment by segment: item = first_item(seq) + k * items_of(len) + partition for the
+// k-th segment of the sequence. Each item owns one partial slot (its index), each segment with more than
+// one partition ceil(P / partition_group_size) consecutive group slots. The host sizes the storage for
+// the most items any batch of lengths <= max_seq_len can be planned with (schedule_capacity); the device
+// considers only partition sizes whose items fit it.
+
+namespace pagedattn {
+
+/// A length the kernel may fold: within [0, max_seq_len] and within the sequence's block table.
+PAGEDATTN_HOST_DEVICE bool valid_seq_len(int seq_len, int max_seq_len, long long table_tokens)
+{
+  return seq_len >= 0 && seq_len <= max_seq_len && static_cast<long long>(seq_len) <= table_tokens;
+}
+
+/// Combine groups of a segment of P partitions: none when one partition writes its output directly.
+PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
+{
+  return partitions > 1 ? (partitions + group_size - 1) / group_size : 0;
+}
+
+/// One work item of a planned launch, as the planning pass writes it (16 bytes: one load per block).
+struct alignas(16) PlannedItem {
+  int segment;        ///< sequence * segments_per_seq + k
+  int partition;      ///< 0 .. num_partitions - 1 (0 for an empty or invalid sequence)
+  int num_partitions; ///< the segment's partitions; 0: empty sequence (zeros), -1: invalid length (NaN)
+  int first_group;    ///< the segment's first combine group slot
+};
+
+/// What the planning pass decides for the whole launch.
+struct alignas(16) PlannedLaunch {
+  int partition_tokens;
+  int total_items;
+  int max_partitions; ///< of any segment
+  int one_wave;       ///< 1: every item has a block of the cooperative grid, combine by the slice fold
+};
+
+/// The host's bound on what a planned launch may need.
+struct ScheduleCapacity {
+  std::size_t items;  ///< work items = partial slots
+  std::size_t groups; ///< combine group slots
+};
+
+/// Items and groups of a launch of num_segments segments whose sequences are at most max_seq_len long.
+/// partition_tokens > 0: the caller's fixed size. Else the model may pick any size whose items fit
+/// `items`: at least every sequence in partitions of the policy's limit (always possible), the host's own
+/// choice at max_seq_len (so that a batch of max_seq_len sequences is planned as the host would), and
+/// two waves; at most what 32-token partitions would give.
+PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m, std::size_t num_segments, int max_seq_len,
+                                                         int partition_tokens, int host_choice, int group_size)
+{
+  std::size_t items = 0;
+  if (partition_tokens > 0) { items = num_segments * static_cast<std::size_t>(items_of(max_seq_len, partition_tokens)); }
+  else
+  {
+    const std::size_t at_limit = num_segments * static_cast<std::size_t>(items_of(max_seq_len, m.max_partition_tokens));
+    const std::size_t at_host = num_segments * static_cast<std::size_t>(items_of(max_seq_len, host_choice));
+    const std::size_t at_smallest = num_segments * static_cast<std::size_t>(items_of(max_seq_len, min_auto_partition_tokens));
+    const std::size_t waves = 2 * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
+    items = at_limit > at_host ? at_limit : at_host;
+    const std::size_t wanted = waves < at_smallest ? waves : at_smallest;
+    items = items > wanted ? items : wanted;
+  }
+  // ceil(P / g) <= (P + g - 1) / g for each segment, summed: (items + (g - 1) segments) / g.
+  const std::size_t groups = (items + (group_size - 1) * num_segments) / group_size + 1;
+  return {items, groups};
+}
+
+/// One sequence's share of a plan with partitions of t tokens.
+struct SequenceSchedule {
+  int partitions;       ///< per segment: 0 (empty), -1 (invalid), else ceil(len / t)
+  int items_per_seg;    ///< items_of
+  int groups_per_seg;   ///< groups_of
+};
+PAGEDATTN_HOST_DEVICE SequenceSchedule schedule_sequence(int seq_len, bool valid, int t, int group_size)
+{
+  const int p = valid ? partitions_of(seq_len, t) : 0;
+  return {valid ? p : -1, p > 0 ? p : 1, groups_of(p, group_size)};
+}
+
+/// The record of the item at `offset` items into a sequence's run (first_group: the sequence's first).
+PAGEDATTN_HOST_DEVICE PlannedItem planned_item(int seq, int segments_per_seq, const SequenceSchedule& s, int offset, int first_group)
+{
+  const int k = offset / s.items_per_seg;
+  return {seq * segments_per_seq + k, offset % s.items_per_seg, s.partitions, first_group + k * s.groups_per_seg};
 }
 
 } // namespace pagedattn

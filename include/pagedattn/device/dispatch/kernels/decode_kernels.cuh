@@ -2,6 +2,7 @@
 // The kernels of the paged decode: the decode itself (one thread block per (segment, partition), the
 // agent AgentPagedAttention), the init pass of a look-back launch, and the probe whose PTX version tells
 // the host which policy the device's code was compiled with.
+#include <pagedattn/agent/agent_decode_plan.cuh>
 #include <pagedattn/agent/agent_paged_attention.cuh>
 
 #include <cstddef>
@@ -29,6 +30,14 @@ __global__ void reset_partition_state_kernel(Word* words, std::size_t count)
 {
   arch::launch_dependents();
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) { words[i] = 0; }
+}
+
+/// The planning pass of a launch planned on the device: one block (AgentDecodePlan).
+template <int BlockThreads>
+__global__ void __launch_bounds__(BlockThreads) plan_decode_kernel(const DecodePlanParams params)
+{
+  __shared__ typename AgentDecodePlan<BlockThreads>::TempStorage temp;
+  AgentDecodePlan<BlockThreads>(temp, params).Run();
 }
 
 /// Compiled with the same flags as the decode kernels, so its PTX version (cudaFuncGetAttributes) is that
