@@ -4,8 +4,9 @@
 // launch's work items in ticket order. The same pieces, run sequentially, are the host reference
 // (test/agent/decode_schedule_reference.cuh) that the GPU test compares this with, item by item.
 //
-// Not used by the decode yet: the work items are the input of a persistent decode grid that is still to
-// be built (bench/NOTES.md, issue 15).
+// It also zeroes the look-back combine's words (the init pass of earlier versions). The decode kernel
+// waits for its completion before it reads the plan (programmatic dependent launch on sm_90, else the
+// stream's order).
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
@@ -26,6 +27,8 @@ struct DecodePlanParams {
   int fixed_tokens;        ///< > 0: the caller's partition size
   PlannedLaunch* launch;   ///< out
   PlannedItem* items;      ///< out: [capacity_items]
+  unsigned* reset_words;   ///< the look-back combine's ticket, arrival counters and statuses, zeroed here
+  unsigned long long reset_count;
 };
 
 template <int BlockThreads>
@@ -48,6 +51,7 @@ public:
 
   PAGEDATTN_DEVICE void Run()
   {
+    for (unsigned long long i = threadIdx.x; i < p_.reset_count; i += BlockThreads) { p_.reset_words[i] = 0; }
     if (threadIdx.x == 0) { temp_.longest = 0; temp_.max_partitions = 0; temp_.partition_tokens = p_.fixed_tokens; }
     __syncthreads();
     int longest = 0;

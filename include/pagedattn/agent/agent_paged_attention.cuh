@@ -85,52 +85,70 @@ public:
 
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
 
+  /// The block's share of the launch: work items from the plan (AgentDecodePlan). With one wave (a
+  /// cooperative launch in which every item has a block and the slice fold takes every segment) block b
+  /// takes item b and every block meets the others once at the grid barrier. Otherwise blocks draw
+  /// tickets until the items run out: a block that looks back waits only on items of smaller tickets,
+  /// whose blocks have started, so any number of resident blocks makes progress.
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    // ---- which work item -----------------------------------------------------------------------------
-    if (threadIdx.x == 0)
-    {
-      if (p_.use_tickets)
-      {
-        arch::wait_for_prior_grids(); // the ticket's reset (the init pass) is complete
-        temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-      }
-      else { temp_.ticket = blockIdx.x; }
-    }
+    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the plan and the zeroed counters are complete
     __syncthreads();
-    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-    const WorkItem item = work_item_of_ticket(temp_.ticket, p_.max_partitions);
+    const PlannedLaunch launch = *p_.launch;
+    if constexpr (one_wave_capable)
+    {
+      if (p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) && launch.max_partitions <= one_wave_max_partitions)
+      {
+        PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+        if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(blockIdx.x, launch.partition_tokens, /*one_wave=*/true); }
+        else { GridBarrier::Sync(); } // every block arrives once
+        return;
+      }
+    }
+    for (;;)
+    {
+      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      __syncthreads();
+      const unsigned ticket = temp_.ticket;
+      __syncthreads(); // every thread has the ticket before thread 0 draws the next
+      if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      RunItem(ticket, launch.partition_tokens, /*one_wave=*/false);
+      __syncthreads(); // the storage is free for the next item
+    }
+  }
+
+private:
+  /// Fold work item `index` (its partial slot too) and combine it; with one_wave, the slice fold after
+  /// the grid barrier, which this block reaches exactly once.
+  PAGEDATTN_DEVICE void RunItem(unsigned index, int partition_tokens, bool one_wave)
+  {
+    const PlannedItem item = p_.items[index];
     const int head_part = item.segment % p_.head_parts;
     const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
     const int seq = item.segment / (p_.head_parts * p_.num_kv_heads);
     const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
     const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
+    const int first_token = item.partition * partition_tokens;
+    Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); // overlaps the seq_len load
     const int seq_len = p_.seq_lens[seq];
-    Fold::Prefetch(temp_.phase.fold, p_, seq, item.partition * p_.partition_tokens); // overlaps the seq_len load
 
-    const bool bad_length = seq_len < 0 || seq_len > p_.max_seq_len ||
-                            static_cast<std::int64_t>(seq_len) > static_cast<std::int64_t>(p_.max_blocks_per_seq) * p_.block_size;
-    const int num_partitions = bad_length ? 0 : ceil_div(seq_len, p_.partition_tokens);
-    if (item.partition >= num_partitions)
+    if (item.num_partitions <= 0) // an empty sequence (0) or an invalid length (-1): no cache access
     {
-      if (item.partition == 0) // zero-length (or invalid) sequence: the first block writes the output
-      {
-        const float fill = bad_length ? __int_as_float(0x7fc00000) : 0.f;
-        for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
-        if (bad_length && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
-      }
+      const bool invalid = item.num_partitions < 0;
+      const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
+      for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
+      if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       if constexpr (one_wave_capable)
       {
-        if (p_.one_wave_combine) { GridBarrier::Sync(); } // every block arrives once
+        if (one_wave) { GridBarrier::Sync(); }
       }
       return;
     }
 
-    // ---- fold this partition's tokens into own_stats / own_values ----------------------------------------
-    const int first_token = item.partition * p_.partition_tokens;
-    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token,
-                             detail::min_int(first_token + p_.partition_tokens, seq_len)};
+    // ---- fold this partition's tokens into the block's partial ---------------------------------------------
+    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len)};
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
@@ -144,40 +162,40 @@ public:
       __syncthreads();
     }
 
-    // ---- merge the partitions of the segment (or write the single partition) -------------------------
+    // ---- merge the partitions of the segment (or write the single partition) -----------------------------
+    // The segment's partials are the slots of its items: the plan lays them out back to back.
+    const SegmentSlots slots{index - static_cast<unsigned>(item.partition), static_cast<std::size_t>(item.first_group)};
     if constexpr (one_wave_capable)
     {
-      if (p_.one_wave_combine)
+      if (one_wave)
       {
-        CombineInOneWave(item, num_partitions, heads, OutputWriter{this, seq, first_head});
+        CombineInOneWave(slots, item.partition, item.num_partitions, heads, OutputWriter{this, seq, first_head});
         return;
       }
     }
     Combine combine(temp_.combine(), heads);
-    combine.Run(p_.state, item.segment, item.partition, num_partitions, own.stats, own.values,
-                OutputWriter{this, seq, first_head});
+    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, seq, first_head});
   }
 
-private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void CombineInOneWave(WorkItem item, int num_partitions, int heads, WriteOutput write)
+  PAGEDATTN_DEVICE void CombineInOneWave(const SegmentSlots& slots, int partition, int num_partitions, int heads, WriteOutput write)
   {
     const PartialStorage& own = temp_.partial();
     SliceCombine slice(temp_.slice(), heads);
-    if (num_partitions > 1) { slice.StoreAggregate(p_.state, item.segment, item.partition, own.stats, own.values); }
-    else { Combine(temp_.combine(), heads).Run(p_.state, item.segment, 0, 1, own.stats, own.values, write); }
+    if (num_partitions > 1) { slice.StoreAggregate(p_.state, slots, partition, own.stats, own.values); }
+    else { Combine(temp_.combine(), heads).Run(p_.state, slots, 0, 1, own.stats, own.values, write); }
     PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     const GridBarrier::Token arrival = GridBarrier::Arrive();
     typename SliceCombine::Plan plan{}; // worked out while the other blocks arrive
-    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, item.segment, item.partition, num_partitions); }
+    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, slots, partition, num_partitions); }
     GridBarrier::Wait(arrival);
     PAGEDATTN_TRACE_POINT(TracePoint::grid_barrier_passed);
-    if (num_partitions > 1) { slice.Run(p_.state, item.segment, plan, write); }
+    if (num_partitions > 1) { slice.Run(p_.state, slots, plan, write); }
   }
 
   struct alignas(4 * sizeof(T)) Vector4 {

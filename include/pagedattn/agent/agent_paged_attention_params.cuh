@@ -2,6 +2,7 @@
 // The resolved arguments of one decode launch, as the kernel sees them.
 #include <cstdint>
 
+#include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 
 namespace pagedattn {
@@ -28,9 +29,13 @@ struct PagedAttentionParams {
   // Derived by the dispatch.
   int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
   int gqa_ratio;
-  int partition_tokens, max_partitions;
-  bool use_tickets; ///< a segment may have several combine groups (look-back): work items by ticket; else blockIdx
-  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after the runtime's grid barrier (GridBarrier)
+  /// Written by the planning pass before the decode reads them (AgentDecodePlan): the partition size and
+  /// the work items in ticket order.
+  const PlannedLaunch* launch;
+  const PlannedItem* items;
+  /// Launched cooperatively: every block is resident, so a launch whose items all have a block may combine
+  /// by the slice fold after the runtime's grid barrier (AgentSliceCombine, GridBarrier). Else look-back.
+  bool cooperative;
   PartitionCombineState state;
 };
 

@@ -80,6 +80,7 @@ inline constexpr int cached_devices = 64;
 template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T>;
   static constexpr int block_threads = Policy::block_threads;
   static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
@@ -109,25 +110,24 @@ struct DecodeKernel {
     return cudaSuccess;
   }
 
-  /// Blocks of this kernel that can be resident on the whole device at once, for the one-wave decision:
-  /// 0 where the kernel or the device cannot launch cooperatively. The occupancy is asked once per device.
+  /// Whether launches of this kernel on this device may be cooperative (one wave: the slice fold).
+  static bool cooperative_capable(const DeviceInfo& info) { return one_wave_capable && info.cooperative_launch; }
+
+  /// Blocks of this kernel that can be resident on the whole device at once: the persistent grid. The
+  /// occupancy is asked once per device.
   static cudaError_t resident_blocks(const DeviceInfo& info, std::size_t& blocks)
   {
-    blocks = 0;
-    if constexpr (one_wave_capable)
+    static std::atomic<int> per_sm_cache[cached_devices] = {}; // 0: not yet asked (the kernel fits at least 1)
+    int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
+    if (per_sm == 0)
     {
-      if (!info.cooperative_launch) { return cudaSuccess; }
-      static std::atomic<int> per_sm_cache[cached_devices] = {}; // 0: not yet asked (the kernel fits at least 1)
-      int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
-      if (per_sm == 0)
-      {
-        PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info)); // the occupancy counts the opted-in size
-        PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
-                                             "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
-        if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }
-      }
-      blocks = static_cast<std::size_t>(per_sm) * static_cast<std::size_t>(info.sm_count);
+      PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info)); // the occupancy counts the opted-in size
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
+                                           "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+      if (per_sm < 1) { per_sm = 1; }
+      if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }
     }
+    blocks = static_cast<std::size_t>(per_sm) * static_cast<std::size_t>(info.sm_count);
     return cudaSuccess;
   }
 };

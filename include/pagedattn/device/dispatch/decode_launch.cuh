@@ -1,8 +1,9 @@
 #pragma once
-// The launch of a decode plan: it executes the plan's decisions and decides nothing, except one runtime
-// fallback: a cooperative launch the runtime refuses as too large (another context holds part of the GPU)
-// runs as a look-back launch instead. Look-back launches are preceded by their init pass; on sm_90
-// (code of PTX version >= 9.0) the decode may start during it (programmatic dependent launch).
+// The launch of a decode plan: the planning pass, then the decode. It executes the plan's decisions and
+// decides nothing, except one runtime fallback: a cooperative launch the runtime refuses as too large
+// (another context holds part of the GPU) runs as a plain launch instead, whose blocks then combine by
+// look-back. On sm_90 (code of PTX version >= 9.0) a plain decode launch may start during the planning
+// pass (programmatic dependent launch) and waits for it where it first reads the plan.
 #include <pagedattn/device/dispatch/decode_device.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 
@@ -12,26 +13,46 @@
 namespace pagedattn {
 namespace detail {
 
-/// The init pass of a look-back launch, in the stream (so graphs capture it): ticket, arrival counters
-/// and statuses back to zero.
-inline cudaError_t reset_partition_state(void* d_temp_storage, const PartitionCombineLayout& layout, cudaStream_t stream)
+/// The planning pass's parameters: the arguments, the host's plan, the temporary storage.
+template <class T>
+DecodePlanParams make_plan_params(const DecodeArguments<T>& a, const DecodePlan& plan, void* d_temp_storage)
 {
-  const std::size_t count = layout.reset_bytes / sizeof(unsigned);
-  const std::size_t blocks = (count + 255) / 256;
-  reset_partition_state_kernel<<<static_cast<unsigned>(blocks < 1024 ? blocks : 1024), 256, 0, stream>>>(static_cast<unsigned*>(d_temp_storage),
-                                                                                                        count);
-  return check_cuda(cudaGetLastError(), "reset_partition_state_kernel launch");
+  char* base = static_cast<char*>(d_temp_storage);
+  return {a.seq_lens,
+          a.num_seqs,
+          plan.segments_per_seq,
+          a.max_seq_len,
+          static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
+          plan.model,
+          plan.capacity.items,
+          a.partition_tokens,
+          reinterpret_cast<PlannedLaunch*>(base + plan.launch_offset),
+          reinterpret_cast<PlannedItem*>(base + plan.items_offset),
+          reinterpret_cast<unsigned*>(base),
+          plan.layout.reset_bytes / sizeof(unsigned)};
+}
+
+/// The planning pass, in the stream (so graphs capture it): one block.
+template <class Policy>
+cudaError_t launch_planning_pass(const DecodePlanParams& params, cudaStream_t stream)
+{
+  static_assert(Policy::max_partition_tokens <= AgentDecodePlan<Policy::plan_block_threads>::max_candidates * 32,
+                "the planning pass considers partitions of up to max_candidates * 32 tokens");
+  plan_decode_kernel<Policy::plan_block_threads><<<1, Policy::plan_block_threads, 0, stream>>>(params);
+  return check_cuda(cudaGetLastError(), "plan_decode_kernel launch");
 }
 
 template <class Kernel>
-cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, typename Kernel::Params params, void* d_temp_storage,
-                          cudaStream_t stream)
+cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, const DecodePlanParams& plan_params,
+                          typename Kernel::Params params, cudaStream_t stream)
 {
+  using Policy = typename Kernel::AgentPolicy;
   PAGEDATTN_RETURN_IF_ERROR(Kernel::reserve_shared_memory(device));
+  PAGEDATTN_RETURN_IF_ERROR(launch_planning_pass<Policy>(plan_params, stream));
   const unsigned grid = static_cast<unsigned>(plan.grid);
-#if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the init pass
+#if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the planning pass
   (void)device;
-  if (plan.combine == CombineKind::look_back) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(d_temp_storage, plan.layout, stream)); }
+  params.cooperative = false;
   Kernel::function()<<<grid, Kernel::block_threads, Kernel::smem_bytes, stream>>>(params);
   return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
 #else
@@ -42,36 +63,31 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
   config.stream = stream;
   cudaLaunchAttribute attribute{};
   config.attrs = &attribute;
-  bool look_back = plan.combine == CombineKind::look_back;
-  if (plan.combine == CombineKind::one_wave)
+  params.cooperative = plan.cooperative;
+  if (plan.cooperative)
   {
-    // The runtime guarantees that every block is resident at once, and its grid barrier needs no init pass.
+    // Every block resident at once (the grid is the resident count): the slice fold's grid barrier is
+    // available to a launch whose items all have a block. The launch follows the planning pass in stream order.
     attribute.id = cudaLaunchAttributeCooperative;
     attribute.val.cooperative = 1;
     config.numAttrs = 1;
     const cudaError_t e = cudaLaunchKernelEx(&config, Kernel::function(), params);
     if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
-    (void)cudaGetLastError(); // nothing ran: combine by look-back instead
-    params.one_wave_combine = false;
-    params.use_tickets = plan.layout.max_groups > 1;
-    look_back = true;
+    (void)cudaGetLastError(); // nothing ran: a plain launch, whose blocks combine by look-back
+    params.cooperative = false;
   }
   config.numAttrs = 0;
-  if (look_back)
+  if (device.ptx_version >= 90) // the decode waits for the planning pass where it first reads the plan
   {
-    PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(d_temp_storage, plan.layout, stream));
-    if (device.ptx_version >= 90) // the decode waits for the init pass where it first touches the words
-    {
-      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attribute.val.programmaticStreamSerializationAllowed = 1;
-      config.numAttrs = 1;
-    }
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.numAttrs = 1;
   }
   const cudaError_t e = cudaLaunchKernelEx(&config, Kernel::function(), params);
   if (e == cudaSuccess) { return e; }
   return fail(e, std::string("paged_attention_kernel launch (grid ") + std::to_string(grid) + ", shared memory " +
-                     std::to_string(Kernel::smem_bytes) + ", " + (look_back ? "look-back" : "single partition") +
-                     (config.numAttrs ? ", programmatic dependent launch" : "") + "): " + cudaGetErrorString(e));
+                     std::to_string(Kernel::smem_bytes) + (config.numAttrs ? ", programmatic dependent launch" : "") +
+                     "): " + cudaGetErrorString(e));
 #endif
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // DevicePagedAttention::Decode, top to bottom: check the arguments, learn the device (cached), take the
-// policy of the code the device runs, plan the launch (head tiling, partitions, temporary storage), pick
-// the kernel instantiation and, with its occupancy, the combine, then launch. Each step lives in a header
+// policy of the code the device runs, plan the launch on the host (head tiling, the schedule model, the
+// temporary storage for any lengths up to max_seq_len), pick the kernel instantiation and, with its
+// occupancy, the persistent grid, then launch the planning pass and the decode. Each step lives in a header
 // of its own: decode_arguments.cuh (what the caller passes), decode_plan.cuh (the host-only plan),
 // decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh.
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
@@ -63,12 +64,10 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
   p.heads_per_part = plan.head_split.heads_per_part;
   p.head_parts = plan.head_split.head_parts;
   p.gqa_ratio = a.num_heads / a.num_kv_heads;
-  p.partition_tokens = plan.partition_tokens;
-  p.max_partitions = plan.max_partitions;
-  // Tiles by ticket only where a block may wait on others (look-back over several groups); a cooperative
-  // launch has every block resident, and meets at the runtime's barrier instead.
-  p.use_tickets = plan.combine == CombineKind::look_back && plan.layout.max_groups > 1;
-  p.one_wave_combine = plan.combine == CombineKind::one_wave;
+  char* base = static_cast<char*>(d_temp_storage);
+  p.launch = reinterpret_cast<const PlannedLaunch*>(base + plan.launch_offset);
+  p.items = reinterpret_cast<const PlannedItem*>(base + plan.items_offset);
+  p.cooperative = plan.cooperative;
   p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
   return p;
 }
@@ -85,6 +84,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     using Policy = decltype(policy);
     PAGEDATTN_RETURN_IF_ERROR((validate_partition_tokens<Policy>(a)));
     DecodePlan plan = make_plan<Policy>(a, device.sm_count);
+    PAGEDATTN_RETURN_IF_ERROR(validate_plan(plan));
     if (d_temp_storage == nullptr)
     {
       temp_storage_bytes = plan.temp_bytes;
@@ -96,14 +96,13 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
                                              " < " + std::to_string(plan.temp_bytes) + " required for these shapes");
     }
     if (a.num_seqs == 0) { return cudaSuccess; }
-    if (plan.grid > 0x7fffffffu) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: too many thread blocks (num_seqs * heads * partitions)"); }
 
     return with_decode_kernel<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.head_split.max_heads, [&](auto kernel) -> cudaError_t {
       using Kernel = decltype(kernel);
       std::size_t resident = 0;
-      if (plan.partitioned) { PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident)); }
-      plan.combine = choose_combine(plan, resident);
-      return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), d_temp_storage, stream);
+      PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident));
+      choose_grid(plan, resident, Kernel::cooperative_capable(device));
+      return launch_decode<Kernel>(plan, device, make_plan_params(a, plan, d_temp_storage), make_params(a, plan, d_temp_storage), stream);
     });
   });
 }
