@@ -42,6 +42,9 @@ TEST_CASE("schedule model: candidates are the multiples of 32 from the longest s
   CHECK(pagedattn::longest_candidate(33, m) == 64);
   CHECK(pagedattn::longest_candidate(1000, m) == 1024);
   CHECK(pagedattn::longest_candidate(100000, m) == 4096);
+  CHECK(pagedattn::longest_candidate(4096, m) == 4096);
+  CHECK(pagedattn::longest_candidate(4065, m) == 4096);
+  CHECK(pagedattn::longest_candidate(0x7fffffff, m) == 4096); // no overflow in the rounding
   CHECK(pagedattn::candidate_count(32) == 1);
   CHECK(pagedattn::candidate_count(4096) == 128);
   CHECK(pagedattn::candidate_tokens(4096, 127) == 32);

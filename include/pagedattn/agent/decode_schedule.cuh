@@ -61,8 +61,8 @@ PAGEDATTN_HOST_DEVICE int items_of(int seq_len, int partition_tokens)
 /// longest sequence rounded up to 32 tokens, at most the policy's limit and at least 32.
 PAGEDATTN_HOST_DEVICE int longest_candidate(int longest_seq_len, const ScheduleModel& m)
 {
-  const int whole = longest_seq_len <= 0 ? min_auto_partition_tokens : (longest_seq_len - 1) / 32 * 32 + 32;
-  return whole < m.max_partition_tokens ? whole : m.max_partition_tokens;
+  if (longest_seq_len >= m.max_partition_tokens) { return m.max_partition_tokens; } // (no rounding past INT_MAX)
+  return longest_seq_len <= 0 ? min_auto_partition_tokens : (longest_seq_len - 1) / 32 * 32 + 32;
 }
 PAGEDATTN_HOST_DEVICE int candidate_count(int longest)
 {
@@ -91,7 +91,8 @@ struct ScheduleChoice {
 };
 
 /// The model's partition size for a batch, given items_at(t): the work items of the whole launch with
-/// partitions of t tokens (a sum of items_of over the batch's segments), and the longest sequence.
+/// partitions of t tokens (a sum of items_of over the batch's segments; a functor with a
+/// PAGEDATTN_HOST_DEVICE call operator), and the longest sequence.
 template <class ItemsAt>
 PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int longest_seq_len, ItemsAt items_at)
 {

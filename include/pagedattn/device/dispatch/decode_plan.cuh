@@ -114,6 +114,14 @@ ScheduleModel schedule_model(const DecodeArguments<T>& a, int sm_count)
           partition_token_limit<Policy>(a.block_size)};
 }
 
+/// The work items of num_segments segments that are all `length` tokens long, with partitions of t tokens
+/// (a functor callable on host and device, as choose_partition_tokens requires).
+struct UniformBatchItems {
+  std::uint64_t segments;
+  int length;
+  PAGEDATTN_HOST_DEVICE std::uint64_t operator()(int t) const { return segments * static_cast<std::uint64_t>(items_of(length, t)); }
+};
+
 /// Partition size of a launch: the caller's, or the schedule model's choice for num_segments segments
 /// that are all max_seq_len long (the host knows no other length). On 132 SMs at block size 16:
 /// - when one wave can hold the longest sequence, the shortest partition that keeps the grid to one wave:
@@ -126,9 +134,8 @@ template <class Policy, class T>
 int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const std::uint64_t segments = num_segments > 0 ? num_segments : 1;
-  return choose_partition_tokens(schedule_model<Policy>(a, sm_count), a.max_seq_len,
-                                 [&](int t) { return segments * static_cast<std::uint64_t>(items_of(a.max_seq_len, t)); });
+  const UniformBatchItems items{num_segments > 0 ? num_segments : 1, a.max_seq_len};
+  return choose_partition_tokens(schedule_model<Policy>(a, sm_count), a.max_seq_len, items);
 }
 
 
