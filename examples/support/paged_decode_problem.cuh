@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -228,6 +229,7 @@ public:
   /// A serving batch in this cache: each sequence's length (<= shape().seq_len), written to seq_lens.
   void set_seq_lens(const std::vector<int>& lens)
   {
+    if (lens.size() != static_cast<std::size_t>(s_.num_seqs)) { throw std::invalid_argument("set_seq_lens: one length per sequence"); }
     lens_ = lens;
     seq_lens_.upload(lens);
   }

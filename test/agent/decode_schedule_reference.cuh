@@ -46,7 +46,7 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
       const ScheduleChoice choice{wave_cost(n, tokens, m), tokens};
       if (choice.beats(best)) { best = choice; }
     }
-    t = best.partition_tokens;
+    t = best.partition_tokens > 0 ? best.partition_tokens : m.max_partition_tokens; // as the device: the limit always fits
   }
   HostPlan plan{};
   plan.launch.partition_tokens = t;
@@ -56,7 +56,7 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
     const SequenceSchedule s = schedule_sequence(lens[i], valid[i], t, group_size);
     for (int offset = 0; offset < segments_per_seq * s.items_per_seg; ++offset)
     {
-      plan.items.push_back(planned_item(int(i), segments_per_seq, s, offset, first_group));
+      plan.items.push_back(planned_item(int(i), segments_per_seq, s, offset, first_group, lens[i]));
     }
     if (s.partitions > plan.launch.max_partitions) { plan.launch.max_partitions = s.partitions; }
     first_group += segments_per_seq * s.groups_per_seg;

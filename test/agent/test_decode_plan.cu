@@ -34,9 +34,13 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     test::DeviceBuffer<int> d_lens(lens);
     test::DeviceBuffer<pagedattn::PlannedLaunch> d_launch(1);
     test::DeviceBuffer<pagedattn::PlannedItem> d_items(capacity.items);
+    test::DeviceBuffer<int> d_snapshot(lens.size());
+    test::DeviceBuffer<unsigned> d_words(100);
     d_items.poison();
+    d_words.poison();
     const pagedattn::DecodePlanParams params{d_lens.get(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
-                                             capacity.items, fixed, d_launch.get(), d_items.get()};
+                                             capacity.items, fixed, d_snapshot.get(), d_launch.get(), d_items.get(),
+                                             d_words.get(), 100};
     pagedattn::detail::plan_decode_kernel<BlockThreads><<<1, BlockThreads>>>(params);
     CUDA_CHECK_LAUNCH();
     const auto launch = d_launch.download()[0];
@@ -44,6 +48,8 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     REQUIRE(launch.partition_tokens == expected.launch.partition_tokens);
     REQUIRE(launch.total_items == expected.launch.total_items);
     REQUIRE(launch.max_partitions == expected.launch.max_partitions);
+    REQUIRE(d_snapshot.download() == lens);
+    for (unsigned w : d_words.download()) { REQUIRE(w == 0u); } // the look-back words it zeroes
     for (std::size_t i = 0; i < expected.items.size(); ++i)
     {
       INFO("item " << i);

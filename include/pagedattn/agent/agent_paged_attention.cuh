@@ -131,8 +131,8 @@ private:
     const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
     const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
     const int first_token = item.partition * partition_tokens;
-    Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); // overlaps the seq_len load
-    const int seq_len = p_.seq_lens[seq];
+    Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens);
+    const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
 
     if (item.num_partitions <= 0) // an empty sequence (0) or an invalid length (-1): no cache access
     {

@@ -132,12 +132,14 @@ PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
   return partitions > 1 ? (partitions + group_size - 1) / group_size : 0;
 }
 
-/// One work item of a planned launch, as the planning pass writes it (16 bytes: one load per block).
-struct alignas(16) PlannedItem {
+/// One work item of a planned launch, as the planning pass writes it (32 bytes, one aligned load).
+struct alignas(32) PlannedItem {
   int segment;        ///< sequence * segments_per_seq + k
   int partition;      ///< 0 .. num_partitions - 1 (0 for an empty or invalid sequence)
   int num_partitions; ///< the segment's partitions; 0: empty sequence (zeros), -1: invalid length (NaN)
   int first_group;    ///< the segment's first combine group slot
+  int seq_len;        ///< the sequence's length as the plan read it (the decode folds this, not seq_lens)
+  int reserved[3];
 };
 
 /// What the planning pass decides for the whole launch.
@@ -145,7 +147,7 @@ struct alignas(16) PlannedLaunch {
   int partition_tokens;
   int total_items;
   int max_partitions; ///< of any segment
-  int one_wave;       ///< 1: every item has a block of the cooperative grid, combine by the slice fold
+  int reserved;
 };
 
 /// The host's bound on what a planned launch may need.
@@ -192,10 +194,11 @@ PAGEDATTN_HOST_DEVICE SequenceSchedule schedule_sequence(int seq_len, bool valid
 }
 
 /// The record of the item at `offset` items into a sequence's run (first_group: the sequence's first).
-PAGEDATTN_HOST_DEVICE PlannedItem planned_item(int seq, int segments_per_seq, const SequenceSchedule& s, int offset, int first_group)
+PAGEDATTN_HOST_DEVICE PlannedItem planned_item(int seq, int segments_per_seq, const SequenceSchedule& s, int offset, int first_group,
+                                               int seq_len)
 {
   const int k = offset / s.items_per_seg;
-  return {seq * segments_per_seq + k, offset % s.items_per_seg, s.partitions, first_group + k * s.groups_per_seg};
+  return {seq * segments_per_seq + k, offset % s.items_per_seg, s.partitions, first_group + k * s.groups_per_seg, seq_len, {0, 0, 0}};
 }
 
 } // namespace pagedattn

@@ -26,6 +26,7 @@ DecodePlanParams make_plan_params(const DecodeArguments<T>& a, const DecodePlan&
           plan.model,
           plan.capacity.items,
           a.partition_tokens,
+          reinterpret_cast<int*>(base + plan.lens_offset),
           reinterpret_cast<PlannedLaunch*>(base + plan.launch_offset),
           reinterpret_cast<PlannedItem*>(base + plan.items_offset),
           reinterpret_cast<unsigned*>(base),

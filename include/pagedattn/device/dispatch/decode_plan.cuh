@@ -156,6 +156,7 @@ struct DecodePlan {
   PartitionCombineLayout layout; ///< the combine's storage: capacity.items partials, capacity.groups groups
   std::size_t launch_offset; ///< PlannedLaunch, after the combine's storage
   std::size_t items_offset;  ///< PlannedItem[capacity.items]
+  std::size_t lens_offset;   ///< int[num_seqs]: the planning pass's snapshot of seq_lens
   std::size_t temp_bytes;
   std::size_t grid;          ///< persistent: set by choose_grid
   bool cooperative;          ///< set by choose_grid
@@ -174,7 +175,8 @@ DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
   plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
   plan.launch_offset = plan.layout.total_bytes;
   plan.items_offset = plan.launch_offset + PartitionCombineLayout::align_up(sizeof(PlannedLaunch));
-  plan.temp_bytes = plan.items_offset + PartitionCombineLayout::align_up(plan.capacity.items * sizeof(PlannedItem));
+  plan.lens_offset = plan.items_offset + PartitionCombineLayout::align_up(plan.capacity.items * sizeof(PlannedItem));
+  plan.temp_bytes = plan.lens_offset + PartitionCombineLayout::align_up(static_cast<std::size_t>(a.num_seqs > 0 ? a.num_seqs : 1) * sizeof(int));
   plan.grid = 0;
   plan.cooperative = false;
   return plan;

@@ -1,0 +1,81 @@
+// The planning pass's device code (AgentDecodePlan) run on the host, one std::thread per CUDA thread
+// (emulation/cuda_runtime.h), against the sequential host reference: the same partition size, total,
+// largest partition count, snapshot, zeroed words and every item, at 256 and 1024 threads. CI has no
+// GPU; this is where the block-level code (its scans, reductions and barriers) is checked there.
+#include <pagedattn/agent/agent_decode_plan.cuh>
+
+#include "decode_schedule_reference.cuh"
+#include "support/test_seed.h"
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+template <int BlockThreads>
+void check_emulated_plan(std::mt19937_64& rng, int trial)
+{
+  using namespace pagedattn;
+  const int max_seq_len = trial % 3 == 0 ? 8192 : trial % 3 == 1 ? 65536 : 131072;
+  const int segments_per_seq = trial % 4 == 0 ? 8 : 4;
+  const int fixed = trial % 5 == 0 ? 512 : 0;
+  std::vector<int> lens(1 + rng() % (trial % 2 ? 40 : 2500));
+  for (int& len : lens)
+  {
+    const int kind = int(rng() % 10);
+    len = kind == 0 ? 0 : kind == 1 ? -1 : kind == 2 ? max_seq_len + 1 : int(rng() % (max_seq_len + 1));
+  }
+  if (trial % 7 == 3) // skewed: a few long sequences among short ones
+  {
+    for (int& len : lens) { len = rng() % 8 == 0 ? max_seq_len : 100; }
+  }
+  INFO("trial " << trial << ", " << BlockThreads << " threads, " << lens.size() << " sequences under " << max_seq_len);
+  const ScheduleModel model{264, 64, trial % 6 == 5 ? 2048 : 4096};
+  const std::size_t segments = lens.size() * segments_per_seq;
+  const auto capacity = schedule_capacity(model, segments, max_seq_len, fixed, model.max_partition_tokens, partition_group_size);
+  const auto expected = test::plan_on_host(lens, segments_per_seq, max_seq_len, max_seq_len, model, capacity, fixed, partition_group_size);
+
+  std::vector<PlannedItem> items(capacity.items, PlannedItem{-7, -7, -7, -7, -7, {-7, -7, -7}});
+  std::vector<int> snapshot(lens.size(), -9);
+  std::vector<unsigned> words(100, 0xdeadbeefu);
+  PlannedLaunch launch{-1, -1, -1, -1};
+  const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, capacity.items,
+                                fixed, snapshot.data(), &launch, items.data(), words.data(), words.size()};
+  static typename AgentDecodePlan<BlockThreads>::TempStorage temp;
+  std::memset(&temp, 0x5a, sizeof temp); // garbage, as shared memory starts
+  std::barrier<> barrier(BlockThreads);
+  emulated_block_barrier = &barrier;
+  std::vector<std::thread> block;
+  for (int t = 0; t < BlockThreads; ++t)
+  {
+    block.emplace_back([&, t] {
+      threadIdx.x = unsigned(t);
+      AgentDecodePlan<BlockThreads>(temp, params).Run();
+    });
+  }
+  for (auto& thread : block) { thread.join(); }
+
+  REQUIRE(launch.partition_tokens == expected.launch.partition_tokens);
+  REQUIRE(launch.total_items == expected.launch.total_items);
+  REQUIRE(launch.max_partitions == expected.launch.max_partitions);
+  REQUIRE(snapshot == lens);
+  for (unsigned w : words) { REQUIRE(w == 0u); }
+  for (std::size_t i = 0; i < expected.items.size(); ++i)
+  {
+    INFO("item " << i);
+    REQUIRE(std::memcmp(&items[i], &expected.items[i], sizeof(PlannedItem)) == 0);
+  }
+}
+
+} // namespace
+
+TEST_CASE("planning pass, emulated on the host: the block's plan is the host reference's, item by item", "[schedule][host]")
+{
+  TEST_RNG(rng, 3);
+  for (int trial = 0; trial < 24; ++trial)
+  {
+    check_emulated_plan<256>(rng, trial);
+    check_emulated_plan<1024>(rng, trial);
+  }
+}
