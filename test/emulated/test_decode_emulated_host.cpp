@@ -1,0 +1,423 @@
+// The whole CUDA-core decode (planning pass, then the persistent decode kernel with its atomic tickets,
+// partition folds and decoupled look-back combine) run on the host by the emulated CUDA machine of
+// test/emulation (one std::thread per CUDA thread, every block of the grid at once), in fp32, against an
+// fp64 reference. CI has no GPU: this is where the device logic of a launch is checked there.
+//
+// Build (test/CMakeLists.txt does the same):
+//   g++ -std=c++20 -pthread -O2 -fno-strict-aliasing -I test/emulation -I include test/emulated/test_decode_emulated_host.cpp
+// test/emulation first: <cuda_runtime.h>, <cuda_fp16.h> and <cooperative_groups.h> resolve to the stand-ins. Add
+// -D__ILUVATAR__ for BI-V100's 64-lane warps. -fno-strict-aliasing: the device code puns types as CUDA allows.
+#include <pagedattn/device/dispatch/decode_device.cuh>
+#include <pagedattn/device/dispatch/decode_plan.cuh>
+#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
+
+#include <emulated_launch.h>
+
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace pagedattn;
+
+/// The default policy's CUDA-core decode: 4 warps of 32 lanes, no tensor cores, no one-wave launch.
+struct EmulatedPolicy : AgentPagedAttentionPolicy {
+  static constexpr const char* name = "emulated";
+};
+
+// ---- what the dispatch does between make_plan and the launches --------------------------------------------
+// decode_launch.cuh and dispatch_paged_attention.cuh cannot be compiled by a host compiler (their launches use
+// <<<...>>>), so make_plan_params and make_params are restated here, field for field.
+
+template <class T>
+DecodePlanParams make_plan_params(const DecodeArguments<T>& a, const detail::DecodePlan& plan, void* d_temp_storage)
+{
+  char* base = static_cast<char*>(d_temp_storage);
+  return {a.seq_lens,
+          a.num_seqs,
+          plan.segments_per_seq,
+          a.max_seq_len,
+          static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
+          plan.model,
+          plan.capacity.items,
+          a.partition_tokens,
+          reinterpret_cast<int*>(base + plan.lens_offset),
+          reinterpret_cast<PlannedLaunch*>(base + plan.launch_offset),
+          reinterpret_cast<PlannedItem*>(base + plan.items_offset),
+          reinterpret_cast<unsigned*>(base),
+          plan.layout.reset_bytes / sizeof(unsigned)};
+}
+
+template <class T>
+PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const detail::DecodePlan& plan, void* d_temp_storage)
+{
+  PagedAttentionParams<T> p{};
+  p.query = a.query;
+  p.query_seq_stride = a.query_seq_stride ? a.query_seq_stride : std::int64_t(a.num_heads) * a.head_size;
+  p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
+  p.key_cache = a.key_cache;
+  p.value_cache = a.value_cache;
+  p.num_blocks = a.num_blocks;
+  p.block_tables = a.block_tables;
+  p.max_blocks_per_seq = a.max_blocks_per_seq;
+  p.seq_lens = a.seq_lens;
+  p.max_seq_len = a.max_seq_len;
+  p.num_kv_heads = a.num_kv_heads;
+  p.block_size = a.block_size;
+  p.scale = a.scale;
+  p.alibi_slopes = a.alibi_slopes;
+  p.output = a.output;
+  p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
+  p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
+  p.error_count = a.error_count;
+  p.heads_per_part = plan.head_split.heads_per_part;
+  p.head_parts = plan.head_split.head_parts;
+  p.gqa_ratio = a.num_heads / a.num_kv_heads;
+  char* base = static_cast<char*>(d_temp_storage);
+  p.launch = reinterpret_cast<const PlannedLaunch*>(base + plan.launch_offset);
+  p.items = reinterpret_cast<const PlannedItem*>(base + plan.items_offset);
+  p.cooperative = plan.cooperative;
+  p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
+  return p;
+}
+
+/// detail::plan_decode_kernel, with its static __shared__ storage as one object (the emulation maps only the
+/// dynamic shared memory per block; the planning pass is a single block).
+template <int BlockThreads>
+typename AgentDecodePlan<BlockThreads>::TempStorage plan_temp;
+template <int BlockThreads>
+void plan_decode_kernel(const DecodePlanParams params)
+{
+  arch::launch_dependents();
+  AgentDecodePlan<BlockThreads>(plan_temp<BlockThreads>, params).Run();
+}
+
+// ---- the problem --------------------------------------------------------------------------------------------
+struct Shape {
+  std::vector<int> seq_lens;
+  int num_heads = 4, num_kv_heads = 2, head_size = 64, block_size = 16;
+  int partition_tokens = 32;
+  bool alibi = false;
+};
+
+struct Problem {
+  Shape shape;
+  int num_seqs = 0, max_blocks_per_seq = 0, max_seq_len = 0;
+  std::int64_t num_blocks = 0;
+  float scale = 0;
+  std::vector<float> query, key, value, alibi; // key/value: vLLM's layouts (DecodeArguments)
+  std::vector<int> block_tables;
+
+  explicit Problem(const Shape& s, std::uint64_t seed) : shape(s)
+  {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+    num_seqs = static_cast<int>(s.seq_lens.size());
+    max_seq_len = *std::max_element(s.seq_lens.begin(), s.seq_lens.end());
+    max_blocks_per_seq = std::max(1, (max_seq_len + s.block_size - 1) / s.block_size);
+    int used = 0;
+    for (int len : s.seq_lens) { used += (len + s.block_size - 1) / s.block_size; }
+    num_blocks = used + 3; // spare blocks, NaN
+    scale = 1.f / std::sqrt(float(s.head_size));
+    query.resize(std::size_t(num_seqs) * s.num_heads * s.head_size);
+    for (float& q : query) { q = 3.f * uniform(rng); }
+    const std::size_t cache = std::size_t(num_blocks) * s.num_kv_heads * s.head_size * s.block_size;
+    key.assign(cache, std::numeric_limits<float>::quiet_NaN()); // NaN wherever no token lives
+    value.assign(cache, std::numeric_limits<float>::quiet_NaN());
+    std::vector<int> ids(static_cast<std::size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng); // scattered over the cache
+    block_tables.assign(std::size_t(num_seqs) * max_blocks_per_seq, -1); // never read past a sequence's blocks
+    int next = 0;
+    for (int q = 0; q < num_seqs; ++q)
+    {
+      for (int b = 0; b < (s.seq_lens[q] + s.block_size - 1) / s.block_size; ++b) { block_tables[std::size_t(q) * max_blocks_per_seq + b] = ids[next++]; }
+      for (int t = 0; t < s.seq_lens[q]; ++t)
+      {
+        for (int h = 0; h < s.num_kv_heads; ++h)
+        {
+          for (int d = 0; d < s.head_size; ++d)
+          {
+            key[key_offset(q, t, h, d)] = uniform(rng);
+            value[value_offset(q, t, h, d)] = uniform(rng);
+          }
+        }
+      }
+    }
+    if (s.alibi)
+    {
+      alibi.resize(s.num_heads);
+      for (int h = 0; h < s.num_heads; ++h) { alibi[h] = -std::ldexp(1.f, -(h + 1)); }
+    }
+  }
+
+  static constexpr int x = elements_per_vector<float>;
+  std::size_t block_of(int q, int t) const { return std::size_t(block_tables[std::size_t(q) * max_blocks_per_seq + t / shape.block_size]); }
+  std::size_t key_offset(int q, int t, int h, int d) const
+  {
+    const std::size_t head_base = block_of(q, t) * shape.num_kv_heads + h;
+    return ((head_base * (shape.head_size / x) + d / x) * shape.block_size + t % shape.block_size) * x + d % x;
+  }
+  std::size_t value_offset(int q, int t, int h, int d) const
+  {
+    const std::size_t head_base = block_of(q, t) * shape.num_kv_heads + h;
+    return (head_base * shape.head_size + d) * shape.block_size + t % shape.block_size;
+  }
+
+  /// fp64 attention of (seq, head); zeros for an empty sequence.
+  std::vector<double> reference(int q, int head) const
+  {
+    const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q];
+    std::vector<double> out(D, 0.0);
+    if (len <= 0) { return out; }
+    std::vector<double> score(len);
+    for (int t = 0; t < len; ++t)
+    {
+      double acc = 0;
+      for (int d = 0; d < D; ++d) { acc += double(query[(std::size_t(q) * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
+      score[t] = acc * scale + (alibi.empty() ? 0.0 : double(alibi[head]) * (t - len + 1));
+    }
+    const double m = *std::max_element(score.begin(), score.end());
+    double sum = 0;
+    for (int t = 0; t < len; ++t)
+    {
+      const double p = std::exp(score[t] - m);
+      sum += p;
+      for (int d = 0; d < D; ++d) { out[d] += p * value[value_offset(q, t, kvh, d)]; }
+    }
+    for (double& v : out) { v /= sum; }
+    return out;
+  }
+};
+
+// Stalled tickets: the block that draws one of them sleeps before it folds the item, so that later combine
+// groups of its segment finish first and look back past a group that is not yet published.
+const unsigned* stall_ticket_address = nullptr;
+std::vector<bool> stall_tickets;
+int stall_ms = 0;
+void stall_after_ticket(const unsigned* address, unsigned old)
+{
+  if (address == stall_ticket_address && old < stall_tickets.size() && stall_tickets[old])
+  {
+    std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+  }
+}
+
+struct RunResult {
+  std::vector<float> output;
+  PlannedLaunch launch;
+  unsigned errors;
+  double seconds;
+};
+
+/// Plan on the host as dispatch_paged_attention does, then the planning pass and the decode on the emulated
+/// machine with a persistent grid of `grid_blocks` blocks.
+template <class Policy>
+RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0)
+{
+  const Shape& s = prob.shape;
+  std::vector<float> output(prob.query.size(), std::numeric_limits<float>::quiet_NaN());
+  unsigned error_count = 0;
+  DecodeArguments<float> a;
+  a.output = output.data();
+  a.query = prob.query.data();
+  a.key_cache = prob.key.data();
+  a.value_cache = prob.value.data();
+  a.num_blocks = prob.num_blocks;
+  a.block_tables = prob.block_tables.data();
+  a.max_blocks_per_seq = prob.max_blocks_per_seq;
+  a.seq_lens = s.seq_lens.data();
+  a.num_seqs = prob.num_seqs;
+  a.max_seq_len = prob.max_seq_len;
+  a.num_heads = s.num_heads;
+  a.num_kv_heads = s.num_kv_heads;
+  a.head_size = s.head_size;
+  a.block_size = s.block_size;
+  a.scale = prob.scale;
+  a.alibi_slopes = prob.alibi.empty() ? nullptr : prob.alibi.data();
+  a.error_count = &error_count;
+  a.partition_tokens = s.partition_tokens;
+
+  REQUIRE((detail::validate_arguments<float, SupportedHeadDims>(a)) == cudaSuccess);
+  REQUIRE((detail::validate_partition_tokens<Policy>(a)) == cudaSuccess);
+  detail::DecodePlan plan = detail::make_plan<Policy>(a, sm_count);
+  REQUIRE(detail::validate_plan(plan) == cudaSuccess);
+  // The temporary storage starts as garbage: the planning pass zeroes what the combine needs zeroed.
+  std::vector<unsigned char, std::allocator<unsigned char>> temp_bytes(plan.temp_bytes + 256, 0xa5);
+  void* temp = temp_bytes.data() + (256 - reinterpret_cast<std::uintptr_t>(temp_bytes.data()) % 256) % 256;
+
+  RunResult result{};
+  const auto start = std::chrono::steady_clock::now();
+  auto run = [&](auto kernel_tag) {
+    using Kernel = decltype(kernel_tag);
+    static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
+    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false);
+    const DecodePlanParams plan_params = make_plan_params(a, plan, temp);
+    std::memset(&plan_temp<Policy::plan_block_threads>, 0x5a, sizeof(plan_temp<Policy::plan_block_threads>));
+    emu::LaunchConfig plan_launch{1, Policy::plan_block_threads, 0};
+    plan_launch.chaos_seed = chaos_seed;
+    emu::launch_kernel(plan_launch, plan_decode_kernel<Policy::plan_block_threads>, plan_params);
+    const PagedAttentionParams<float> params = make_params(a, plan, temp);
+    if (stall_milliseconds > 0) // the last partition of group 1 of every segment with 3 groups or more
+    {
+      const PlannedLaunch launch = *plan_params.launch;
+      stall_tickets.assign(static_cast<std::size_t>(launch.total_items), false);
+      for (int i = 0; i < launch.total_items; ++i)
+      {
+        const PlannedItem& item = plan_params.items[i];
+        stall_tickets[i] = item.num_partitions > 2 * partition_group_size && item.partition == 2 * partition_group_size - 1;
+      }
+      stall_ticket_address = params.state.ticket;
+      stall_ms = stall_milliseconds;
+      emu::after_atomic_add = stall_after_ticket;
+    }
+    emu::LaunchConfig decode_launch{static_cast<unsigned>(plan.grid), Kernel::block_threads, Kernel::smem_bytes};
+    decode_launch.chaos_seed = chaos_seed + 1;
+    emu::launch_kernel(decode_launch, Kernel::function(), params);
+    emu::after_atomic_add = nullptr;
+    result.launch = *plan_params.launch;
+  };
+  using Chain = SinglePolicyChain<Policy>;
+  switch (plan.head_split.max_heads)
+  {
+  case 1: run(detail::DecodeKernel<float, 64, 1, Chain, Policy>{}); break;
+  case 4: run(detail::DecodeKernel<float, 64, 4, Chain, Policy>{}); break;
+  default: run(detail::DecodeKernel<float, 64, 8, Chain, Policy>{}); break;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.output = std::move(output);
+  result.errors = error_count;
+  return result;
+}
+
+/// Relative L2 error of the output against the fp64 reference, over every (sequence, head); every empty
+/// sequence's output exactly 0.
+double relative_error(const Problem& prob, const std::vector<float>& output)
+{
+  const Shape& s = prob.shape;
+  double err = 0, norm = 0;
+  for (int q = 0; q < prob.num_seqs; ++q)
+  {
+    for (int h = 0; h < s.num_heads; ++h)
+    {
+      const std::vector<double> ref = prob.reference(q, h);
+      for (int d = 0; d < s.head_size; ++d)
+      {
+        const float got = output[(std::size_t(q) * s.num_heads + h) * s.head_size + d];
+        INFO("sequence " << q << " (length " << s.seq_lens[q] << "), head " << h << ", dim " << d);
+        REQUIRE(std::isfinite(got));
+        if (s.seq_lens[q] == 0) { REQUIRE(got == 0.f); }
+        err += (got - ref[d]) * (got - ref[d]);
+        norm += ref[d] * ref[d];
+      }
+    }
+  }
+  return std::sqrt(err / norm);
+}
+
+} // namespace
+
+TEST_CASE("decode, emulated on the host: planning pass + persistent CUDA-core decode + look-back combine vs fp64",
+          "[decode][emulated][host]")
+{
+  const int partition_tokens = GENERATE(32, 64);
+  const int grid_blocks = GENERATE(2, 4);
+  const bool alibi = GENERATE(false, true);
+  // 300 tokens: 10 or 5 partitions; 1000: 32 or 16 partitions, 4 or 2 combine groups (look-back).
+  Shape shape{{37, 0, 300, 1000}};
+  shape.partition_tokens = partition_tokens;
+  shape.alibi = alibi;
+  const Problem prob(shape, 20260601 + partition_tokens + grid_blocks);
+  INFO("partition_tokens " << partition_tokens << ", grid " << grid_blocks << ", alibi " << alibi);
+
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, grid_blocks, /*sm_count=*/2);
+  REQUIRE(r.launch.partition_tokens == partition_tokens);
+  REQUIRE(r.launch.max_partitions == (1000 + partition_tokens - 1) / partition_tokens);
+  const auto parts = [&](int len) { return (len + partition_tokens - 1) / partition_tokens; };
+  REQUIRE(r.launch.total_items == 2 * (parts(37) + 1 + parts(300) + parts(1000))); // 2 KV heads; the empty sequence 1 item
+  REQUIRE(r.errors == 0u);
+  const double err = relative_error(prob, r.output);
+  WARN("relative L2 error " << err << ", " << r.seconds << " s emulated");
+  REQUIRE(err < 1e-4);
+
+  // Bitwise reproducible whatever the grid (the same fixed partition size: the same fold tree).
+  const RunResult other = run_emulated<EmulatedPolicy>(prob, grid_blocks == 2 ? 3 : 1, 2);
+  REQUIRE(std::memcmp(other.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("decode, emulated on the host: the BI-V100 policy's CUDA-core decode", "[decode][emulated][host][biv100]")
+{
+  Shape shape{{37, 0, 300, 1000}, 8, 2, 64, 16}; // 4 query heads per KV head
+  shape.partition_tokens = 64;
+  const Problem prob(shape, 7);
+  const RunResult r = run_emulated<PagedAttentionPolicyBIV100>(prob, 3, 2);
+  REQUIRE(r.errors == 0u);
+  const double err = relative_error(prob, r.output);
+  WARN("BI-V100 policy (" << warp_threads << "-lane warps): relative L2 error " << err << ", " << r.seconds << " s emulated");
+  REQUIRE(err < 1e-4);
+}
+
+TEST_CASE("decode, emulated on the host: the look-back under perturbed schedules gives the same bits", "[decode][emulated][host][chaos]")
+{
+  // Random sleeps at barriers, fences, atomics and cache-global accesses (emu::perturb): blocks finish their
+  // partitions, publish and look back in orders a fair schedule seldom produces (a group published before an
+  // earlier one, a block that stalls between its stores and its release).
+  Shape shape{{37, 0, 300, 1000}};
+  shape.partition_tokens = 32;
+  const Problem prob(shape, 11);
+  const RunResult calm = run_emulated<EmulatedPolicy>(prob, 4, 2);
+  REQUIRE(relative_error(prob, calm.output) < 1e-4);
+  struct ChaosOff {
+    ~ChaosOff() { emu::chaos_permille = 0; emu::chaos_stall_per_100k = 0; }
+  } off;
+  emu::chaos_permille = 20;
+  emu::chaos_stall_per_100k = 20;
+  const unsigned long long polls_before = emu::fence_block_calls.load();
+  for (unsigned seed = 1; seed <= 6; ++seed)
+  {
+    const int grid = seed % 2 ? 4 : 8;
+    INFO("chaos seed " << seed << ", grid " << grid);
+    const RunResult r = run_emulated<EmulatedPolicy>(prob, grid, 2, 100 * seed);
+    REQUIRE(r.errors == 0u);
+    REQUIRE(std::memcmp(calm.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+  }
+  WARN("look-back back-off sleeps under perturbation: " << emu::fence_block_calls.load() - polls_before);
+}
+
+TEST_CASE("decode, emulated on the host: a group that publishes late (the look-back waits for it)", "[decode][emulated][host][chaos]")
+{
+  // The block holding the last partition of group 1 of each 1000-token segment stalls: groups 2 and 3 finish
+  // first and look back past group 1 (INVALID, then AGGREGATE) to group 0 (INCLUSIVE). Light perturbation on
+  // top (a thread that lags between its value stores and the block's release shows as wrong bits).
+  Shape shape{{37, 0, 300, 1000}};
+  shape.partition_tokens = 32;
+  const Problem prob(shape, 13);
+  const RunResult calm = run_emulated<EmulatedPolicy>(prob, 4, 2);
+  struct ChaosOff {
+    ~ChaosOff() { emu::chaos_permille = 0; emu::chaos_store_permille = 0; }
+  } off;
+  emu::chaos_permille = 20;
+  emu::chaos_store_permille = 50;
+  const unsigned long long polls_before = emu::fence_block_calls.load();
+  for (unsigned seed = 1; seed <= 4; ++seed)
+  {
+    const int grid = seed % 2 ? 4 : 8;
+    INFO("chaos seed " << seed << ", grid " << grid);
+    const RunResult r = run_emulated<EmulatedPolicy>(prob, grid, 2, 1000 * seed, /*stall_milliseconds=*/300);
+    REQUIRE(r.errors == 0u);
+    REQUIRE(relative_error(prob, r.output) < 1e-4);
+    REQUIRE(std::memcmp(calm.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+  }
+  const unsigned long long polls = emu::fence_block_calls.load() - polls_before;
+  WARN("look-back back-off sleeps while group 1 was late: " << polls);
+  REQUIRE(polls > 0); // the look-back did wait
+}
