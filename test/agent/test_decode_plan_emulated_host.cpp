@@ -1,14 +1,16 @@
-// The planning pass's device code (AgentDecodePlan) run on the host, one std::thread per CUDA thread
-// (emulation/cuda_runtime.h), against the sequential host reference: the same partition size, total,
-// largest partition count, snapshot, zeroed words and every item, at 256 and 1024 threads. CI has no
-// GPU; this is where the block-level code (its scans, reductions and barriers) is checked there.
+// The planning pass's device code (AgentDecodePlan) run on the host by the emulated CUDA machine of
+// test/emulation (one std::thread per CUDA thread), against the sequential host reference: the same
+// partition size, total, largest partition count, snapshot, zeroed words and every item, at 256 and 1024
+// threads. CI has no GPU; this is where the block-level code (its scans, reductions and barriers) is
+// checked there, on many more batches than the whole decode's emulated run (test/emulated/).
 #include <pagedattn/agent/agent_decode_plan.cuh>
+
+#include <emulated_launch.h>
 
 #include "decode_schedule_reference.cuh"
 #include "support/test_seed.h"
 
 #include <cstring>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -42,19 +44,11 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   PlannedLaunch launch{-1, -1, -1, -1};
   const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, capacity.items,
                                 fixed, snapshot.data(), &launch, items.data(), words.data(), words.size()};
-  static typename AgentDecodePlan<BlockThreads>::TempStorage temp;
-  std::memset(&temp, 0x5a, sizeof temp); // garbage, as shared memory starts
-  std::barrier<> barrier(BlockThreads);
-  emulated_block_barrier = &barrier;
-  std::vector<std::thread> block;
-  for (int t = 0; t < BlockThreads; ++t)
-  {
-    block.emplace_back([&, t] {
-      threadIdx.x = unsigned(t);
-      AgentDecodePlan<BlockThreads>(temp, params).Run();
-    });
-  }
-  for (auto& thread : block) { thread.join(); }
+  static typename AgentDecodePlan<BlockThreads>::TempStorage temp; // the block's static shared memory
+  std::memset(&temp, 0x5a, sizeof temp);                           // garbage, as shared memory starts
+  emu::LaunchConfig config;
+  config.block = BlockThreads;
+  emu::launch(config, [&] { AgentDecodePlan<BlockThreads>(temp, params).Run(); });
 
   REQUIRE(launch.partition_tokens == expected.launch.partition_tokens);
   REQUIRE(launch.total_items == expected.launch.total_items);

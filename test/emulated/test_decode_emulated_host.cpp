@@ -8,6 +8,7 @@
 // test/emulation first: <cuda_runtime.h>, <cuda_fp16.h> and <cooperative_groups.h> resolve to the stand-ins. Add
 // -D__ILUVATAR__ for BI-V100's 64-lane warps. -fno-strict-aliasing: the device code puns types as CUDA allows.
 #include <pagedattn/device/dispatch/decode_device.cuh>
+#include <pagedattn/device/dispatch/decode_params.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
@@ -33,62 +34,6 @@ using namespace pagedattn;
 struct EmulatedPolicy : AgentPagedAttentionPolicy {
   static constexpr const char* name = "emulated";
 };
-
-// ---- what the dispatch does between make_plan and the launches --------------------------------------------
-// decode_launch.cuh and dispatch_paged_attention.cuh cannot be compiled by a host compiler (their launches use
-// <<<...>>>), so make_plan_params and make_params are restated here, field for field.
-
-template <class T>
-DecodePlanParams make_plan_params(const DecodeArguments<T>& a, const detail::DecodePlan& plan, void* d_temp_storage)
-{
-  char* base = static_cast<char*>(d_temp_storage);
-  return {a.seq_lens,
-          a.num_seqs,
-          plan.segments_per_seq,
-          a.max_seq_len,
-          static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
-          plan.model,
-          plan.capacity.items,
-          a.partition_tokens,
-          reinterpret_cast<int*>(base + plan.lens_offset),
-          reinterpret_cast<PlannedLaunch*>(base + plan.launch_offset),
-          reinterpret_cast<PlannedItem*>(base + plan.items_offset),
-          reinterpret_cast<unsigned*>(base),
-          plan.layout.reset_bytes / sizeof(unsigned)};
-}
-
-template <class T>
-PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const detail::DecodePlan& plan, void* d_temp_storage)
-{
-  PagedAttentionParams<T> p{};
-  p.query = a.query;
-  p.query_seq_stride = a.query_seq_stride ? a.query_seq_stride : std::int64_t(a.num_heads) * a.head_size;
-  p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
-  p.key_cache = a.key_cache;
-  p.value_cache = a.value_cache;
-  p.num_blocks = a.num_blocks;
-  p.block_tables = a.block_tables;
-  p.max_blocks_per_seq = a.max_blocks_per_seq;
-  p.seq_lens = a.seq_lens;
-  p.max_seq_len = a.max_seq_len;
-  p.num_kv_heads = a.num_kv_heads;
-  p.block_size = a.block_size;
-  p.scale = a.scale;
-  p.alibi_slopes = a.alibi_slopes;
-  p.output = a.output;
-  p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
-  p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
-  p.error_count = a.error_count;
-  p.heads_per_part = plan.head_split.heads_per_part;
-  p.head_parts = plan.head_split.head_parts;
-  p.gqa_ratio = a.num_heads / a.num_kv_heads;
-  char* base = static_cast<char*>(d_temp_storage);
-  p.launch = reinterpret_cast<const PlannedLaunch*>(base + plan.launch_offset);
-  p.items = reinterpret_cast<const PlannedItem*>(base + plan.items_offset);
-  p.cooperative = plan.cooperative;
-  p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
-  return p;
-}
 
 /// detail::plan_decode_kernel, with its static __shared__ storage as one object (the emulation maps only the
 /// dynamic shared memory per block; the planning pass is a single block).
@@ -261,12 +206,12 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     using Kernel = decltype(kernel_tag);
     static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
     detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false);
-    const DecodePlanParams plan_params = make_plan_params(a, plan, temp);
+    const DecodePlanParams plan_params = detail::make_plan_params(a, plan, temp);
     std::memset(&plan_temp<Policy::plan_block_threads>, 0x5a, sizeof(plan_temp<Policy::plan_block_threads>));
     emu::LaunchConfig plan_launch{1, Policy::plan_block_threads, 0};
     plan_launch.chaos_seed = chaos_seed;
     emu::launch_kernel(plan_launch, plan_decode_kernel<Policy::plan_block_threads>, plan_params);
-    const PagedAttentionParams<float> params = make_params(a, plan, temp);
+    const PagedAttentionParams<float> params = detail::make_params(a, plan, temp);
     if (stall_milliseconds > 0) // the last partition of group 1 of every segment with 3 groups or more
     {
       const PlannedLaunch launch = *plan_params.launch;

@@ -13,26 +13,6 @@
 namespace pagedattn {
 namespace detail {
 
-/// The planning pass's parameters: the arguments, the host's plan, the temporary storage.
-template <class T>
-DecodePlanParams make_plan_params(const DecodeArguments<T>& a, const DecodePlan& plan, void* d_temp_storage)
-{
-  char* base = static_cast<char*>(d_temp_storage);
-  return {a.seq_lens,
-          a.num_seqs,
-          plan.segments_per_seq,
-          a.max_seq_len,
-          static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
-          plan.model,
-          plan.capacity.items,
-          a.partition_tokens,
-          reinterpret_cast<int*>(base + plan.lens_offset),
-          reinterpret_cast<PlannedLaunch*>(base + plan.launch_offset),
-          reinterpret_cast<PlannedItem*>(base + plan.items_offset),
-          reinterpret_cast<unsigned*>(base),
-          plan.layout.reset_bytes / sizeof(unsigned)};
-}
-
 /// The planning pass, in the stream (so graphs capture it): one block.
 template <class Policy>
 cudaError_t launch_planning_pass(const DecodePlanParams& params, cudaStream_t stream)

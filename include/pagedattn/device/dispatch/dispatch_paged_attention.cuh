@@ -8,6 +8,7 @@
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/device/dispatch/decode_device.cuh>
 #include <pagedattn/device/dispatch/decode_launch.cuh>
+#include <pagedattn/device/dispatch/decode_params.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 #include <pagedattn/util_error.cuh>
@@ -36,40 +37,6 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
   return result;
-}
-
-/// The kernel's parameters: the arguments resolved (default strides), the plan, the temporary storage.
-template <class T>
-PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePlan& plan, void* d_temp_storage)
-{
-  PagedAttentionParams<T> p{};
-  p.query = a.query;
-  p.query_seq_stride = a.query_seq_stride ? a.query_seq_stride : std::int64_t(a.num_heads) * a.head_size;
-  p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
-  p.key_cache = a.key_cache;
-  p.value_cache = a.value_cache;
-  p.num_blocks = a.num_blocks;
-  p.block_tables = a.block_tables;
-  p.max_blocks_per_seq = a.max_blocks_per_seq;
-  p.seq_lens = a.seq_lens;
-  p.max_seq_len = a.max_seq_len;
-  p.num_kv_heads = a.num_kv_heads;
-  p.block_size = a.block_size;
-  p.scale = a.scale;
-  p.alibi_slopes = a.alibi_slopes;
-  p.output = a.output;
-  p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
-  p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
-  p.error_count = a.error_count;
-  p.heads_per_part = plan.head_split.heads_per_part;
-  p.head_parts = plan.head_split.head_parts;
-  p.gqa_ratio = a.num_heads / a.num_kv_heads;
-  char* base = static_cast<char*>(d_temp_storage);
-  p.launch = reinterpret_cast<const PlannedLaunch*>(base + plan.launch_offset);
-  p.items = reinterpret_cast<const PlannedItem*>(base + plan.items_offset);
-  p.cooperative = plan.cooperative;
-  p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
-  return p;
 }
 
 template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims>
