@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,9 @@ struct LaunchConfig {
   std::size_t dynamic_smem_bytes = 0;
   std::chrono::seconds timeout{120};
   unsigned chaos_seed = 0; ///< seeds each thread's perturbation (emu::chaos_permille turns it on)
+  /// Blocks running at once, as a GPU keeps only so many resident; the next block (in blockIdx order)
+  /// starts when one ends. 0: every block at once.
+  unsigned resident_blocks = 0;
 };
 
 /// Run body() in every thread of the grid (1-D grids and blocks); returns when every thread has returned.
@@ -62,13 +66,38 @@ void launch(const LaunchConfig& config, Body body)
     }
   });
 
-  std::vector<std::thread> threads;
-  threads.reserve(std::size_t(config.grid) * config.block);
+  // Blocks start in blockIdx order while fewer than `resident` run; a block's last thread to return frees
+  // its slot. The threads of finished blocks are joined as the launch goes on.
+  const unsigned resident = config.resident_blocks == 0 || config.resident_blocks > config.grid ? config.grid : config.resident_blocks;
+  std::mutex slots_mutex;
+  std::condition_variable slot_freed;
+  unsigned running = 0;
+  std::vector<unsigned> finished_blocks;
+  std::vector<std::atomic<unsigned>> threads_left(config.grid);
+  std::vector<std::vector<std::thread>> threads(config.grid);
+  auto join_finished = [&](std::unique_lock<std::mutex>& lock) {
+    std::vector<unsigned> done_now;
+    done_now.swap(finished_blocks);
+    lock.unlock();
+    for (unsigned b : done_now)
+    {
+      for (auto& thread : threads[b]) { thread.join(); }
+      threads[b].clear();
+    }
+    lock.lock();
+  };
   for (unsigned b = 0; b < config.grid; ++b)
   {
+    {
+      std::unique_lock<std::mutex> lock(slots_mutex);
+      slot_freed.wait(lock, [&] { return running < resident; });
+      ++running;
+      join_finished(lock);
+    }
+    threads_left[b] = config.block;
     for (unsigned t = 0; t < config.block; ++t)
     {
-      threads.emplace_back([&, b, t] {
+      threads[b].emplace_back([&, b, t] {
         threadIdx = {t, 0, 0};
         blockIdx = {b, 0, 0};
         blockDim = dim3(config.block);
@@ -78,10 +107,20 @@ void launch(const LaunchConfig& config, Body body)
         this_lane = static_cast<int>(t % warp_size);
         chaos_rng.seed(static_cast<unsigned>(config.chaos_seed * 1000003u + b * 4099u + t + 1));
         body();
+        if (threads_left[b].fetch_sub(1) == 1)
+        {
+          std::lock_guard<std::mutex> lock(slots_mutex);
+          --running;
+          finished_blocks.push_back(b);
+          slot_freed.notify_one();
+        }
       });
     }
   }
-  for (auto& thread : threads) { thread.join(); }
+  for (auto& block_threads : threads)
+  {
+    for (auto& thread : block_threads) { thread.join(); }
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     done = true;
