@@ -166,7 +166,7 @@ struct RunResult {
 
 /// Plan on the host as dispatch_paged_attention does, then the planning pass and the decode on the emulated
 /// machine with a persistent grid of `grid_blocks` blocks.
-template <class Policy>
+template <class Policy, int HeadDim = 64>
 RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0)
 {
   const Shape& s = prob.shape;
@@ -234,9 +234,9 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   using Chain = SinglePolicyChain<Policy>;
   switch (plan.head_split.max_heads)
   {
-  case 1: run(detail::DecodeKernel<float, 64, 1, Chain, Policy>{}); break;
-  case 4: run(detail::DecodeKernel<float, 64, 4, Chain, Policy>{}); break;
-  default: run(detail::DecodeKernel<float, 64, 8, Chain, Policy>{}); break;
+  case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy>{}); break;
+  case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy>{}); break;
+  default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy>{}); break;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output = std::move(output);
@@ -244,14 +244,15 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   return result;
 }
 
-/// Relative L2 error of the output against the fp64 reference, over every (sequence, head); every empty
-/// sequence's output exactly 0.
-double relative_error(const Problem& prob, const std::vector<float>& output)
+/// Relative L2 error of the output against the fp64 reference, over every (sequence, head) of the sequences
+/// `only` (all when empty); every empty sequence's output exactly 0.
+double relative_error(const Problem& prob, const std::vector<float>& output, const std::vector<int>& only = {})
 {
   const Shape& s = prob.shape;
   double err = 0, norm = 0;
   for (int q = 0; q < prob.num_seqs; ++q)
   {
+    if (!only.empty() && std::find(only.begin(), only.end(), q) == only.end()) { continue; }
     for (int h = 0; h < s.num_heads; ++h)
     {
       const std::vector<double> ref = prob.reference(q, h);
@@ -297,6 +298,36 @@ TEST_CASE("decode, emulated on the host: planning pass + persistent CUDA-core de
   // Bitwise reproducible whatever the grid (the same fixed partition size: the same fold tree).
   const RunResult other = run_emulated<EmulatedPolicy>(prob, grid_blocks == 2 ? 3 : 1, 2);
   REQUIRE(std::memcmp(other.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("decode, emulated on the host: head 128, block sizes 8 and 32, GQA 12 in two head parts, invalid device data",
+          "[decode][emulated][host]")
+{
+  for (int block_size : {8, 32})
+  {
+    INFO("block size " << block_size);
+    Shape shape{{100, 700, 33, 250}, 24, 2, 128, block_size}; // 12 query heads per KV head: two parts of 6
+    shape.partition_tokens = 64;
+    Problem prob(shape, 20261201 + block_size);
+    // Sequence 2's length exceeds max_seq_len (the plan gives each of its 4 segments one item that writes
+    // NaN and counts an error), and sequence 3's second cache block id lies past the cache (partition 0 of
+    // its 4 segments: NaN, an error per block): NaN for those two sequences only, 8 errors, no read outside.
+    prob.shape.seq_lens[2] = prob.max_seq_len + 1;
+    prob.block_tables[std::size_t(3) * prob.max_blocks_per_seq + 1] = static_cast<int>(prob.num_blocks) + 5;
+    const RunResult r = run_emulated<EmulatedPolicy, 128>(prob, 4, 2);
+    REQUIRE(r.errors == 8u);
+    for (int q : {2, 3})
+    {
+      for (int i = 0; i < shape.num_heads * shape.head_size; ++i)
+      {
+        INFO("sequence " << q << ", element " << i);
+        REQUIRE(std::isnan(r.output[std::size_t(q) * shape.num_heads * shape.head_size + i]));
+      }
+    }
+    const double err = relative_error(prob, r.output, {0, 1});
+    WARN("block size " << block_size << ": relative L2 error " << err);
+    REQUIRE(err < 1e-4);
+  }
 }
 
 TEST_CASE("decode, emulated on the host: the BI-V100 policy's CUDA-core decode", "[decode][emulated][host][biv100]")
