@@ -157,6 +157,16 @@ void stall_after_ticket(const unsigned* address, unsigned old)
   }
 }
 
+/// Turns every schedule perturbation off when a test case ends (however it ends).
+struct ChaosOff {
+  ~ChaosOff()
+  {
+    emu::chaos_permille = 0;
+    emu::chaos_stall_per_100k = 0;
+    emu::chaos_store_permille = 0;
+  }
+};
+
 struct RunResult {
   std::vector<float> output;
   PlannedLaunch launch;
@@ -352,9 +362,7 @@ TEST_CASE("decode, emulated on the host: the look-back under perturbed schedules
   const Problem prob(shape, 11);
   const RunResult calm = run_emulated<EmulatedPolicy>(prob, 4, 2);
   REQUIRE(relative_error(prob, calm.output) < 1e-4);
-  struct ChaosOff {
-    ~ChaosOff() { emu::chaos_permille = 0; emu::chaos_stall_per_100k = 0; }
-  } off;
+  const ChaosOff off;
   emu::chaos_permille = 20;
   emu::chaos_stall_per_100k = 20;
   const unsigned long long polls_before = emu::fence_block_calls.load();
@@ -378,9 +386,7 @@ TEST_CASE("decode, emulated on the host: a group that publishes late (the look-b
   shape.partition_tokens = 32;
   const Problem prob(shape, 13);
   const RunResult calm = run_emulated<EmulatedPolicy>(prob, 4, 2);
-  struct ChaosOff {
-    ~ChaosOff() { emu::chaos_permille = 0; emu::chaos_store_permille = 0; }
-  } off;
+  const ChaosOff off;
   emu::chaos_permille = 20;
   emu::chaos_store_permille = 50;
   const unsigned long long polls_before = emu::fence_block_calls.load();
