@@ -42,7 +42,5 @@ cudaError_t biv100_instantiations(void* temp, std::size_t& bytes, cudaStream_t s
 #endif
     combine_every_head_size(pagedattn::SupportedHeadDims{}, temp, bytes, nullptr, nullptr, nullptr, nullptr, stream),
   };
-  // The planning pass (Decode launches it with the policy's block size; this instantiates the largest).
-  pagedattn::detail::plan_decode_kernel<1024><<<1, 1024, 0, stream>>>(pagedattn::DecodePlanParams{});
   return results[0];
 }

@@ -286,17 +286,19 @@ TEST_CASE("launch plan: storage for any lengths under the bound, a persistent gr
   CHECK(plan.capacity.groups >= 8u * 4u);
   CHECK(plan.layout.partial_slots == plan.capacity.items);
   CHECK(plan.layout.group_slots == plan.capacity.groups);
-  CHECK(plan.launch_offset >= plan.layout.total_bytes);
-  CHECK(plan.items_offset >= plan.launch_offset + sizeof(pagedattn::PlannedLaunch));
-  CHECK(plan.temp_bytes >= plan.items_offset + plan.capacity.items * sizeof(pagedattn::PlannedItem));
-  CHECK(plan.items_offset % alignof(pagedattn::PlannedItem) == 0);
+  CHECK(plan.temp_bytes == plan.layout.total_bytes);
+  CHECK(plan.max_partitions_bound == 32); // 1000 tokens in 32-token partitions
 
   pagedattn::detail::choose_grid(plan, 3 * 132, true);
   CHECK(plan.grid == 256u); // no more blocks than items
   CHECK(plan.cooperative);
+  CHECK_FALSE(plan.init_pass); // every batch under the bound has a block per item and <= 128 partitions
   pagedattn::detail::choose_grid(plan, 100, false);
   CHECK(plan.grid == 100u); // the resident blocks take tickets
   CHECK_FALSE(plan.cooperative);
+  CHECK(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 200, true);
+  CHECK(plan.init_pass); // some batch may have more items than blocks: it needs tickets
   pagedattn::detail::choose_grid(plan, 0, false);
   CHECK(plan.grid == 1u);
 

@@ -14,6 +14,8 @@
 
 #include <emulated_launch.h>
 
+#include "agent/decode_schedule_reference.cuh"
+
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -34,17 +36,6 @@ using namespace pagedattn;
 struct EmulatedPolicy : AgentPagedAttentionPolicy {
   static constexpr const char* name = "emulated";
 };
-
-/// detail::plan_decode_kernel, with its static __shared__ storage as one object (the emulation maps only the
-/// dynamic shared memory per block; the planning pass is a single block).
-template <int BlockThreads>
-typename AgentDecodePlan<BlockThreads>::TempStorage plan_temp;
-template <int BlockThreads>
-void plan_decode_kernel(const DecodePlanParams params)
-{
-  arch::launch_dependents();
-  AgentDecodePlan<BlockThreads>(plan_temp<BlockThreads>, params).Run();
-}
 
 // ---- the problem --------------------------------------------------------------------------------------------
 struct Shape {
@@ -174,8 +165,8 @@ struct RunResult {
   double seconds;
 };
 
-/// Plan on the host as dispatch_paged_attention does, then the planning pass and the decode on the emulated
-/// machine with a persistent grid of `grid_blocks` blocks.
+/// Plan on the host as dispatch_paged_attention does, then the init pass and the decode (whose blocks plan
+/// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
 template <class Policy, int HeadDim = 64>
 RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0)
 {
@@ -206,7 +197,7 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   REQUIRE((detail::validate_partition_tokens<Policy>(a)) == cudaSuccess);
   detail::DecodePlan plan = detail::make_plan<Policy>(a, sm_count);
   REQUIRE(detail::validate_plan(plan) == cudaSuccess);
-  // The temporary storage starts as garbage: the planning pass zeroes what the combine needs zeroed.
+  // The temporary storage starts as garbage: the init pass zeroes what the combine needs zeroed.
   std::vector<unsigned char, std::allocator<unsigned char>> temp_bytes(plan.temp_bytes + 256, 0xa5);
   void* temp = temp_bytes.data() + (256 - reinterpret_cast<std::uintptr_t>(temp_bytes.data()) % 256) % 256;
 
@@ -216,19 +207,22 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     using Kernel = decltype(kernel_tag);
     static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
     detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false);
-    const DecodePlanParams plan_params = detail::make_plan_params(a, plan, temp);
-    std::memset(&plan_temp<Policy::plan_block_threads>, 0x5a, sizeof(plan_temp<Policy::plan_block_threads>));
-    emu::LaunchConfig plan_launch{1, Policy::plan_block_threads, 0};
-    plan_launch.chaos_seed = chaos_seed;
-    emu::launch_kernel(plan_launch, plan_decode_kernel<Policy::plan_block_threads>, plan_params);
+    // The init pass, as launch_decode runs it before a launch that may combine by look-back.
+    emu::LaunchConfig init_launch{1, 256, 0};
+    init_launch.chaos_seed = chaos_seed;
+    emu::launch_kernel(init_launch, detail::reset_partition_state_kernel<unsigned>, static_cast<unsigned*>(temp),
+                       plan.layout.reset_bytes / sizeof(unsigned));
     const PagedAttentionParams<float> params = detail::make_params(a, plan, temp);
+    // The plan every block makes, from the host reference (its items name the tickets to stall).
+    const test::HostPlan reference = test::plan_on_host(s.seq_lens, plan.segments_per_seq, a.max_seq_len,
+                                                        static_cast<long long>(a.max_blocks_per_seq) * a.block_size, plan.model,
+                                                        plan.capacity, a.partition_tokens, partition_group_size);
     if (stall_milliseconds > 0) // the last partition of group 1 of every segment with 3 groups or more
     {
-      const PlannedLaunch launch = *plan_params.launch;
-      stall_tickets.assign(static_cast<std::size_t>(launch.total_items), false);
-      for (int i = 0; i < launch.total_items; ++i)
+      stall_tickets.assign(reference.items.size(), false);
+      for (std::size_t i = 0; i < reference.items.size(); ++i)
       {
-        const PlannedItem& item = plan_params.items[i];
+        const PlannedItem& item = reference.items[i];
         stall_tickets[i] = item.num_partitions > 2 * partition_group_size && item.partition == 2 * partition_group_size - 1;
       }
       stall_ticket_address = params.state.ticket;
@@ -239,7 +233,7 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     decode_launch.chaos_seed = chaos_seed + 1;
     emu::launch_kernel(decode_launch, Kernel::function(), params);
     emu::after_atomic_add = nullptr;
-    result.launch = *plan_params.launch;
+    result.launch = reference.launch;
   };
   using Chain = SinglePolicyChain<Policy>;
   switch (plan.head_split.max_heads)

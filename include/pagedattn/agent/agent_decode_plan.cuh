@@ -1,16 +1,15 @@
 #pragma once
-// The planning pass of a launch planned on the device (issue 15): one thread block reads the sequences'
-// lengths, chooses the partition size with the schedule model (agent/decode_schedule.cuh) and writes the
-// launch's work items in ticket order. The same pieces, run sequentially, are the host reference
-// (test/agent/decode_schedule_reference.cuh) that the GPU test compares this with, item by item.
+// The plan of a decode launch, made on the device from the lengths (issue 15) by every thread block of the
+// decode itself, in its prologue: each block reads seq_lens, chooses the partition size with the schedule
+// model (agent/decode_schedule.cuh) and finds its own work items. Every block computes the same plan from
+// the same lengths (seq_lens, like every input, must not change while the launch runs), so nothing is
+// written to global memory and no block waits for another to plan. The same pieces, run sequentially,
+// are the host reference (test/agent/decode_schedule_reference.cuh) that the tests compare this with.
 //
-// The lengths are read once, into a snapshot in the temporary storage: every later step of the pass, and
-// the decode (through PlannedItem::seq_len), sees the same lengths, so the items always fit the storage
-// and the decode folds exactly what was planned, even if a caller rewrote seq_lens during the launch.
-//
-// It also zeroes the look-back combine's words (the init pass of earlier versions). The decode kernel
-// waits for its completion before it reads the plan (programmatic dependent launch on sm_90, else the
-// stream's order).
+// Work items are in ticket order: sequence by sequence, within a sequence segment by segment (see
+// decode_schedule.cuh). A block finds item i through a cursor over the sequences, a chunk of
+// BlockThreads at a time, that only moves forward: its items (its block index, then the tickets it draws)
+// only grow, so each block scans the lengths at most once however many items it folds.
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
@@ -19,178 +18,222 @@
 
 namespace pagedattn {
 
-/// Everything the planning pass reads and writes.
-struct DecodePlanParams {
-  const int* seq_lens;
-  int num_seqs;
-  int segments_per_seq;
-  int max_seq_len;
-  long long table_tokens;  ///< max_blocks_per_seq * block_size
-  ScheduleModel model;     ///< max_partition_tokens <= AgentDecodePlan::max_candidates * 32
-  unsigned long long capacity_items;
-  int fixed_tokens;        ///< > 0: the caller's partition size
-  int* lens;               ///< [num_seqs]: the snapshot of seq_lens (temporary storage)
-  PlannedLaunch* launch;   ///< out
-  PlannedItem* items;      ///< out: [capacity_items]
-  unsigned* reset_words;   ///< the look-back combine's ticket, arrival counters and statuses, zeroed here
-  unsigned long long reset_count;
-};
-
 template <int BlockThreads>
 class AgentDecodePlan {
 public:
   static constexpr int max_candidates = 128; ///< partition sizes 32 .. 4096
-  static_assert(BlockThreads % max_candidates == 0, "each candidate gets the same number of threads");
-  static constexpr int lanes_per_candidate = BlockThreads / max_candidates;
+  static_assert(BlockThreads >= max_candidates && BlockThreads % max_candidates == 0,
+                "every candidate gets the same number of threads");
 
-  struct TempStorage {
-    int lens[BlockThreads];                                         ///< a chunk of lengths (0 where invalid)
-    unsigned long long items[lanes_per_candidate][max_candidates]; ///< per lane and candidate
-    unsigned long long choice_cost[max_candidates];
-    int choice_tokens[max_candidates];
-    SequenceSchedule schedule[BlockThreads];                        ///< a chunk's sequences
-    int scan_items[BlockThreads], scan_groups[BlockThreads];        ///< their inclusive scans
-    int longest, max_partitions, partition_tokens;
+  /// Needed only while the partition size is chosen (ChooseLaunch): the caller may alias it with storage
+  /// it uses afterwards.
+  struct ChoiceStorage {
+    int lens[BlockThreads];                   ///< a chunk of the lengths the model counts (0 where invalid)
+    unsigned long long items[BlockThreads];   ///< per thread: its candidate's items over its share of the lengths
+    unsigned long long cost[max_candidates];
+    int tokens[max_candidates];
+    int longest;
+  };
+  /// Kept for the block's whole run: the cursor's chunk of sequences.
+  struct CursorStorage {
+    int lens[BlockThreads];        ///< the chunk's lengths as read
+    int scan_items[BlockThreads];  ///< inclusive scans over the chunk's sequences
+    int scan_groups[BlockThreads];
+    int base;                      ///< the chunk's first sequence (num_seqs when past the end)
+    int count;                     ///< its sequences
+    long long first_item;          ///< items of the sequences before the chunk
+    long long first_group;         ///< group slots of the sequences before the chunk
   };
 
-  PAGEDATTN_DEVICE AgentDecodePlan(TempStorage& temp, const DecodePlanParams& p) : temp_(temp), p_(p) {}
+  PAGEDATTN_DEVICE AgentDecodePlan(CursorStorage& cursor, const DecodePlanParams& p, int tokens = 0)
+      : cursor_(cursor), p_(p), tokens_(tokens) {}
 
-  PAGEDATTN_DEVICE void Run()
+  /// The launch's partition size, items and largest partition count (every thread gets the same).
+  /// Leaves the cursor at the first chunk of sequences; `choice` is free again on return.
+  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch(ChoiceStorage& choice)
   {
-    for (unsigned long long i = threadIdx.x; i < p_.reset_count; i += BlockThreads) { p_.reset_words[i] = 0; }
-    if (threadIdx.x == 0)
-    {
-      temp_.longest = 0;
-      temp_.max_partitions = 0;
-      temp_.partition_tokens = p_.fixed_tokens;
-    }
+    if (threadIdx.x == 0) { choice.longest = 0; }
     __syncthreads();
     int longest = 0;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
-      const int len = p_.seq_lens[i]; // the one read of seq_lens
-      p_.lens[i] = len;
-      if (valid_seq_len(len, p_.max_seq_len, p_.table_tokens)) { longest = max_int(longest, len); }
+      const int len = p_.seq_lens[i];
+      if (i < BlockThreads) // the first chunk, read once: the cursor's, and what the model counts
+      {
+        cursor_.lens[i] = len;
+        choice.lens[i] = valid_len(len);
+      }
+      longest = max_int(longest, valid_len(len));
     }
-    atomicMax(&temp_.longest, longest);
-    __syncthreads(); // the snapshot is complete (and visible to the block)
-    if (p_.fixed_tokens == 0) { ChoosePartitionTokens(); } // sets temp_.partition_tokens
+    atomicMax(&choice.longest, longest);
     __syncthreads();
-    WriteItems(temp_.partition_tokens);
-  }
+    longest = choice.longest;
 
-private:
-  TempStorage& temp_;
-  const DecodePlanParams& p_;
-
-  PAGEDATTN_DEVICE static int max_int(int a, int b) { return a > b ? a : b; }
-  PAGEDATTN_DEVICE static int min_int(int a, int b) { return a < b ? a : b; }
-  PAGEDATTN_DEVICE bool valid(int seq) const { return valid_seq_len(p_.lens[seq], p_.max_seq_len, p_.table_tokens); }
-  /// The length the model counts: the sequence's, 0 where it is invalid (one item all the same).
-  PAGEDATTN_DEVICE int valid_len(int seq) const { return valid(seq) ? p_.lens[seq] : 0; }
-
-  /// The model over every candidate: thread (lane, c) sums items_of over every lanes_per_candidate-th
-  /// length of each chunk for candidate c, then the candidates are reduced with ScheduleChoice::beats
-  /// (an order-independent rule, so the result is the host loop's).
-  PAGEDATTN_DEVICE void ChoosePartitionTokens()
-  {
-    const int top = longest_candidate(temp_.longest, p_.model);
-    const int count = candidate_count(top);
-    const int c = threadIdx.x % max_candidates, lane = threadIdx.x / max_candidates;
+    // Each candidate's items: thread (lane, c) sums items_of over every lanes-th length of each chunk.
+    const int top = p_.fixed_tokens > 0 ? p_.fixed_tokens : longest_candidate(longest, p_.model);
+    const int count = p_.fixed_tokens > 0 ? 1 : candidate_count(top);
+    int slots = 1; // candidates' slots: a power of two >= count, so that each gets BlockThreads / slots threads
+    while (slots < count) { slots *= 2; }
+    const int lanes = BlockThreads / slots;
+    const int c = threadIdx.x % slots, lane = threadIdx.x / slots;
     const int t = c < count ? candidate_tokens(top, c) : 32;
     unsigned long long items = 0;
     for (int base = 0; base < p_.num_seqs; base += BlockThreads)
     {
       const int n = min_int(BlockThreads, p_.num_seqs - base);
-      if (threadIdx.x < n) { temp_.lens[threadIdx.x] = valid_len(base + threadIdx.x); }
-      __syncthreads();
-      for (int j = lane; j < n; j += lanes_per_candidate) { items += static_cast<unsigned long long>(items_of(temp_.lens[j], t)); }
-      __syncthreads();
-    }
-    temp_.items[lane][c] = items * static_cast<unsigned long long>(p_.segments_per_seq);
-    __syncthreads();
-    if (threadIdx.x < max_candidates)
-    {
-      unsigned long long total = 0;
-      for (int l = 0; l < lanes_per_candidate; ++l) { total += temp_.items[l][c]; }
-      ScheduleChoice choice = ScheduleChoice::none();
-      if (c < count && total <= p_.capacity_items) { choice = {wave_cost(total, t, p_.model), t}; }
-      temp_.choice_cost[c] = choice.cost;
-      temp_.choice_tokens[c] = choice.partition_tokens;
-    }
-    __syncthreads();
-    for (int stride = max_candidates / 2; stride > 0; stride /= 2)
-    {
-      if (threadIdx.x < stride)
+      if (base > 0)
       {
-        const ScheduleChoice mine{temp_.choice_cost[threadIdx.x], temp_.choice_tokens[threadIdx.x]};
-        const ScheduleChoice other{temp_.choice_cost[threadIdx.x + stride], temp_.choice_tokens[threadIdx.x + stride]};
-        if (other.beats(mine))
+        __syncthreads(); // the previous chunk is counted
+        if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(p_.seq_lens[base + threadIdx.x]); }
+        __syncthreads();
+      }
+      for (int j = lane; j < n; j += lanes) { items += static_cast<unsigned long long>(items_of(choice.lens[j], t)); }
+    }
+    choice.items[threadIdx.x] = items;
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < max_candidates)
+    {
+      ScheduleChoice mine = ScheduleChoice::none();
+      if (static_cast<int>(threadIdx.x) < count)
+      {
+        unsigned long long total = 0;
+        for (int l = 0; l < lanes; ++l) { total += choice.items[l * slots + threadIdx.x]; }
+        total *= static_cast<unsigned long long>(p_.segments_per_seq);
+        const int tokens = candidate_tokens(top, threadIdx.x);
+        // A fixed size always fits (schedule_capacity sized the storage for it).
+        if (p_.fixed_tokens > 0 || total <= p_.capacity_items) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
+        choice.items[threadIdx.x] = total; // (read by this thread alone: its own slot)
+      }
+      choice.cost[threadIdx.x] = mine.cost;
+      choice.tokens[threadIdx.x] = mine.partition_tokens;
+    }
+    __syncthreads();
+    for (int stride = slots / 2; stride > 0; stride /= 2) // the least cost (ties to the longer partition) of slots [0, slots)
+    {
+      if (static_cast<int>(threadIdx.x) < stride)
+      {
+        const ScheduleChoice other{choice.cost[threadIdx.x + stride], choice.tokens[threadIdx.x + stride]};
+        if (other.beats(ScheduleChoice{choice.cost[threadIdx.x], choice.tokens[threadIdx.x]}))
         {
-          temp_.choice_cost[threadIdx.x] = other.cost;
-          temp_.choice_tokens[threadIdx.x] = other.partition_tokens;
+          choice.cost[threadIdx.x] = other.cost;
+          choice.tokens[threadIdx.x] = other.partition_tokens;
         }
       }
       __syncthreads();
     }
     // No candidate fits only if capacity_items is below schedule_capacity's bound, which always admits the
-    // policy's limit: then the limit (the host reference does the same); the writes stay within capacity.
-    if (threadIdx.x == 0) { temp_.partition_tokens = temp_.choice_tokens[0] > 0 ? temp_.choice_tokens[0] : p_.model.max_partition_tokens; }
+    // policy's limit: then the limit (as the host reference does).
+    tokens_ = choice.tokens[0] > 0 ? choice.tokens[0] : p_.model.max_partition_tokens;
+    const int winner = top >= tokens_ && (top - tokens_) % 32 == 0 ? (top - tokens_) / 32 : -1;
+    unsigned long long total = 0;
+    if (winner >= 0 && winner < count) { total = choice.items[winner]; }
+    __syncthreads(); // every thread has read the choice before the storage is reused
+    if (winner < 0 || winner >= count) { total = TotalItems(choice, tokens_); }
+    LoadChunk(0, 0, 0, /*lens_loaded=*/true);
+    return PlannedLaunch{tokens_, static_cast<int>(total), partitions_of(longest, tokens_), 0};
   }
 
-  /// The items, chunk by chunk of sequences: each thread works out one sequence's schedule, a block-wide
-  /// scan gives every sequence its first item and group, and the whole block writes the chunk's items
-  /// (thread i takes items i, i + BlockThreads, ..., finding its sequence by a binary search of the scan).
-  PAGEDATTN_DEVICE void WriteItems(int t)
+  /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
+  /// one given to the constructor). Every thread of the block calls it with the same index, and a block's
+  /// indices never decrease; every thread gets the item.
+  PAGEDATTN_DEVICE PlannedItem ItemAt(unsigned long long index)
   {
-    int first_item = 0, first_group = 0; // of the chunk
-    for (int base = 0; base < p_.num_seqs; base += BlockThreads)
+    while (static_cast<unsigned long long>(cursor_.first_item) + ChunkItems() <= index && cursor_.base < p_.num_seqs)
     {
-      const int n = min_int(BlockThreads, p_.num_seqs - base);
-      SequenceSchedule s{0, 0, 0};
-      if (static_cast<int>(threadIdx.x) < n)
-      {
-        s = schedule_sequence(p_.lens[base + threadIdx.x], valid(base + threadIdx.x), t, partition_group_size);
-        atomicMax(&temp_.max_partitions, s.partitions);
-      }
-      temp_.schedule[threadIdx.x] = s;
-      temp_.scan_items[threadIdx.x] = p_.segments_per_seq * s.items_per_seg;
-      temp_.scan_groups[threadIdx.x] = p_.segments_per_seq * s.groups_per_seg;
-      __syncthreads();
-      for (int stride = 1; stride < BlockThreads; stride *= 2) // Hillis-Steele inclusive scan
-      {
-        const int add_items = threadIdx.x >= static_cast<unsigned>(stride) ? temp_.scan_items[threadIdx.x - stride] : 0;
-        const int add_groups = threadIdx.x >= static_cast<unsigned>(stride) ? temp_.scan_groups[threadIdx.x - stride] : 0;
-        __syncthreads();
-        temp_.scan_items[threadIdx.x] += add_items;
-        temp_.scan_groups[threadIdx.x] += add_groups;
-        __syncthreads();
-      }
-      const int chunk_items = temp_.scan_items[BlockThreads - 1];
-      for (int i = threadIdx.x; i < chunk_items; i += BlockThreads)
-      {
-        int lo = 0, hi = n - 1; // the first sequence whose inclusive scan exceeds i
-        while (lo < hi)
-        {
-          const int mid = (lo + hi) / 2;
-          if (temp_.scan_items[mid] > i) { hi = mid; }
-          else { lo = mid + 1; }
-        }
-        const SequenceSchedule& own = temp_.schedule[lo];
-        const int own_items = p_.segments_per_seq * own.items_per_seg;
-        const int offset = i - (temp_.scan_items[lo] - own_items);
-        const int group0 = first_group + temp_.scan_groups[lo] - p_.segments_per_seq * own.groups_per_seg;
-        const unsigned long long slot = static_cast<unsigned long long>(first_item) + i;
-        if (slot < p_.capacity_items)
-        {
-          p_.items[slot] = planned_item(base + lo, p_.segments_per_seq, own, offset, group0, p_.lens[base + lo]);
-        }
-      }
-      first_item += chunk_items;
-      first_group += temp_.scan_groups[BlockThreads - 1];
-      __syncthreads(); // the scans and schedules are read before the next chunk writes them
+      NextChunk();
     }
-    if (threadIdx.x == 0) { *p_.launch = PlannedLaunch{t, first_item, temp_.max_partitions, 0}; }
+    const int n = cursor_.count;
+    int lo = 0, hi = n - 1; // the chunk's first sequence whose inclusive scan exceeds the offset
+    const int offset_in_chunk = static_cast<int>(index - static_cast<unsigned long long>(cursor_.first_item));
+    while (lo < hi)
+    {
+      const int mid = (lo + hi) / 2;
+      if (cursor_.scan_items[mid] > offset_in_chunk) { hi = mid; }
+      else { lo = mid + 1; }
+    }
+    const int seq = cursor_.base + lo;
+    const int len = cursor_.lens[lo];
+    const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
+    const int own_items = p_.segments_per_seq * s.items_per_seg;
+    const int offset = offset_in_chunk - (cursor_.scan_items[lo] - own_items);
+    const long long group0 = cursor_.first_group + cursor_.scan_groups[lo] - p_.segments_per_seq * s.groups_per_seg;
+    return planned_item(seq, p_.segments_per_seq, s, offset, static_cast<int>(group0), len);
+  }
+
+private:
+  CursorStorage& cursor_;
+  const DecodePlanParams& p_;
+  int tokens_;
+
+  PAGEDATTN_DEVICE static int max_int(int a, int b) { return a > b ? a : b; }
+  PAGEDATTN_DEVICE static int min_int(int a, int b) { return a < b ? a : b; }
+  PAGEDATTN_DEVICE bool valid(int len) const { return valid_seq_len(len, p_.max_seq_len, p_.table_tokens); }
+  /// The length the model counts: the sequence's, 0 where it is invalid (one item all the same).
+  PAGEDATTN_DEVICE int valid_len(int len) const { return valid(len) ? len : 0; }
+
+  PAGEDATTN_DEVICE unsigned long long ChunkItems() const
+  {
+    return cursor_.count > 0 ? static_cast<unsigned long long>(cursor_.scan_items[cursor_.count - 1]) : 0ull;
+  }
+
+  /// Items of the whole launch with partitions of t tokens (when the choice did not count them).
+  PAGEDATTN_DEVICE unsigned long long TotalItems(ChoiceStorage& choice, int t)
+  {
+    unsigned long long items = 0;
+    for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(p_.seq_lens[i]), t); }
+    choice.items[threadIdx.x] = items;
+    __syncthreads();
+    unsigned long long total = 0;
+    for (int i = 0; i < BlockThreads; ++i) { total += choice.items[i]; }
+    __syncthreads();
+    return total * static_cast<unsigned long long>(p_.segments_per_seq);
+  }
+
+  /// The chunk after the cursor's.
+  PAGEDATTN_DEVICE void NextChunk()
+  {
+    const long long first_item = cursor_.first_item + static_cast<long long>(ChunkItems());
+    const long long first_group = cursor_.first_group + (cursor_.count > 0 ? cursor_.scan_groups[cursor_.count - 1] : 0);
+    const int base = cursor_.base + BlockThreads;
+    __syncthreads(); // every thread has read the old chunk
+    LoadChunk(base, first_item, first_group, /*lens_loaded=*/false);
+  }
+
+  /// The chunk of sequences from `base`: their lengths (read here unless ChooseLaunch has), and inclusive
+  /// scans of their items and group slots.
+  PAGEDATTN_DEVICE void LoadChunk(int base, long long first_item, long long first_group, bool lens_loaded)
+  {
+    const int n = min_int(BlockThreads, p_.num_seqs - base);
+    int items = 0, groups = 0;
+    if (static_cast<int>(threadIdx.x) < n)
+    {
+      const int len = lens_loaded ? cursor_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
+      const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
+      if (!lens_loaded) { cursor_.lens[threadIdx.x] = len; }
+      items = p_.segments_per_seq * s.items_per_seg;
+      groups = p_.segments_per_seq * s.groups_per_seg;
+    }
+    cursor_.scan_items[threadIdx.x] = items;
+    cursor_.scan_groups[threadIdx.x] = groups;
+    __syncthreads();
+    for (int stride = 1; stride < n; stride *= 2) // Hillis-Steele inclusive scan of the chunk's n entries
+    {
+      const bool add = static_cast<int>(threadIdx.x) >= stride;
+      const int add_items = add ? cursor_.scan_items[threadIdx.x - stride] : 0;
+      const int add_groups = add ? cursor_.scan_groups[threadIdx.x - stride] : 0;
+      __syncthreads();
+      cursor_.scan_items[threadIdx.x] += add_items;
+      cursor_.scan_groups[threadIdx.x] += add_groups;
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+    {
+      cursor_.base = base;
+      cursor_.count = n > 0 ? n : 0;
+      cursor_.first_item = first_item;
+      cursor_.first_group = first_group;
+    }
+    __syncthreads();
   }
 };
 

@@ -12,6 +12,7 @@
 // dereferenced; the partition's partial becomes NaN (so the sequence's output is NaN) and the error
 // counter is incremented. A sequence whose seq_len is negative, exceeds max_seq_len or exceeds its block
 // table gets a NaN output without any cache access.
+#include <pagedattn/agent/agent_decode_plan.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
@@ -42,6 +43,7 @@ public:
                                   PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
+  using Plan = AgentDecodePlan<block_threads>;
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Fold::partial_after_storage;
@@ -65,8 +67,11 @@ public:
         PartialStorage partial;
         typename SliceCombine::TempStorage slice;
       } after; ///< from Fold::Run's partial on
+      typename Plan::ChoiceStorage choice; ///< while the plan is made, before the first fold
     } phase;
+    typename Plan::CursorStorage cursor;
     unsigned ticket;
+    PAGEDATTN_DEVICE typename Plan::ChoiceStorage& choice() { return phase.choice; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return phase.after.partial; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.after.combine; }
     PAGEDATTN_DEVICE typename SliceCombine::TempStorage& slice() { return phase.after.slice; }
@@ -75,9 +80,12 @@ public:
     union alignas(16) {
       typename Fold::TempStorage fold;
       typename Combine::TempStorage combine;
+      typename Plan::ChoiceStorage choice;
     } phase;
     PartialStorage partial_;
+    typename Plan::CursorStorage cursor;
     unsigned ticket;
+    PAGEDATTN_DEVICE typename Plan::ChoiceStorage& choice() { return phase.choice; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return partial_; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.combine; }
   };
@@ -85,27 +93,28 @@ public:
 
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
 
-  /// The block's share of the launch: work items from the plan (AgentDecodePlan). With one wave (a
-  /// cooperative launch in which every item has a block and the slice fold takes every segment) block b
-  /// takes item b and every block meets the others once at the grid barrier. Otherwise blocks draw
-  /// tickets until the items run out: a block that looks back waits only on items of smaller tickets,
-  /// whose blocks have started, so any number of resident blocks makes progress.
+  /// The block's share of the launch. Every block plans the launch from the lengths (AgentDecodePlan: the
+  /// same plan in every block). With one wave (a cooperative launch in which every item has a block and
+  /// the slice fold takes every segment) block b takes item b and every block meets the others once at
+  /// the grid barrier. Otherwise blocks draw tickets until the items run out: a block that looks back
+  /// waits only on items of smaller tickets, whose blocks have started, so any number of resident blocks
+  /// makes progress.
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the plan and the zeroed counters are complete
-    __syncthreads();
-    const PlannedLaunch launch = *p_.launch;
+    Plan plan(temp_.cursor, p_.plan);
+    const PlannedLaunch launch = plan.ChooseLaunch(temp_.choice());
     if constexpr (one_wave_capable)
     {
       if (p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) && launch.max_partitions <= one_wave_max_partitions)
       {
         PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-        if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(blockIdx.x, launch.partition_tokens, /*one_wave=*/true); }
+        if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true); }
         else { GridBarrier::Sync(); } // every block arrives once
         return;
       }
     }
+    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
     for (;;)
     {
       if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
@@ -114,17 +123,16 @@ public:
       __syncthreads(); // every thread has the ticket before thread 0 draws the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      RunItem(ticket, launch.partition_tokens, /*one_wave=*/false);
+      RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
       __syncthreads(); // the storage is free for the next item
     }
   }
 
 private:
-  /// Fold work item `index` (its partial slot too) and combine it; with one_wave, the slice fold after
-  /// the grid barrier, which this block reaches exactly once.
-  PAGEDATTN_DEVICE void RunItem(unsigned index, int partition_tokens, bool one_wave)
+  /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
+  /// fold after the grid barrier, which this block reaches exactly once.
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave)
   {
-    const PlannedItem item = p_.items[index];
     const int head_part = item.segment % p_.head_parts;
     const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
     const int seq = item.segment / (p_.head_parts * p_.num_kv_heads);

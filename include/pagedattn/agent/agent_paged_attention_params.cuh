@@ -29,10 +29,8 @@ struct PagedAttentionParams {
   // Derived by the dispatch.
   int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
   int gqa_ratio;
-  /// Written by the planning pass before the decode reads them (AgentDecodePlan): the partition size and
-  /// the work items in ticket order.
-  const PlannedLaunch* launch;
-  const PlannedItem* items;
+  /// What every block plans its work from (AgentDecodePlan): the lengths, the schedule model, the storage.
+  DecodePlanParams plan;
   /// Launched cooperatively: every block is resident, so a launch whose items all have a block may combine
   /// by the slice fold after the runtime's grid barrier (AgentSliceCombine, GridBarrier). Else look-back.
   bool cooperative;

@@ -31,8 +31,6 @@ struct AgentPagedAttentionPolicy {
   static constexpr int tile_bytes = 32 * 1024;
   /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
   static constexpr bool one_wave_combine = false;
-  /// Threads of the planning pass's one block (AgentDecodePlan): a multiple of 128.
-  static constexpr int plan_block_threads = 256;
 };
 
 } // namespace pagedattn

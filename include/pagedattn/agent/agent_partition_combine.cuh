@@ -96,7 +96,7 @@ public:
     if (threadIdx.x == 0)
     {
       if (timing) { arch::atomic_max(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
-      arch::wait_for_prior_grids(); // the counters' reset (the decode's planning pass, the standalone combine's init pass) is complete
+      arch::wait_for_prior_grids(); // the counters' reset (the init pass of the decode or of the standalone combine) is complete
       // Releases this block's aggregate; the last arrival acquires every other block's (and passes them
       // on to its threads through the barrier below).
       const unsigned arrived = arch::atomic_add_acq_rel(state.arrivals + state.group_index(segment, group), 1u);

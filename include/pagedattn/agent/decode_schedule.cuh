@@ -1,8 +1,8 @@
 #pragma once
 // The schedule model of a decode launch: how long a partition of the KV sequence one thread block folds,
 // chosen from the lengths to fold. One definition for the host and the device: the host evaluates it with
-// every sequence as long as its bound (max_seq_len), the lengths it knows; a planning pass on the device
-// can evaluate it with the lengths read at run time (issue 15, bench/NOTES.md).
+// every sequence as long as its bound (max_seq_len), the lengths it knows; every block of the decode
+// evaluates it with the lengths read at run time (AgentDecodePlan; issue 15, bench/NOTES.md).
 //
 // The model (bench/NOTES.md v19-v21): a launch of n work items on a device that keeps W thread blocks
 // resident takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
@@ -132,22 +132,34 @@ PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
   return partitions > 1 ? (partitions + group_size - 1) / group_size : 0;
 }
 
-/// One work item of a planned launch, as the planning pass writes it (32 bytes, one aligned load).
+/// One work item of a planned launch (AgentDecodePlan::ItemAt; the host reference's items compare bytewise).
 struct alignas(32) PlannedItem {
   int segment;        ///< sequence * segments_per_seq + k
   int partition;      ///< 0 .. num_partitions - 1 (0 for an empty or invalid sequence)
   int num_partitions; ///< the segment's partitions; 0: empty sequence (zeros), -1: invalid length (NaN)
   int first_group;    ///< the segment's first combine group slot
-  int seq_len;        ///< the sequence's length as the plan read it (the decode folds this, not seq_lens)
+  int seq_len;        ///< the sequence's length as the plan read it (the decode folds this)
   int reserved[3];
 };
 
-/// What the planning pass decides for the whole launch.
+/// What the device's plan decides for the whole launch.
 struct alignas(16) PlannedLaunch {
   int partition_tokens;
   int total_items;
   int max_partitions; ///< of any segment
   int reserved;
+};
+
+/// What the plan is made from: the lengths and what the host knows.
+struct DecodePlanParams {
+  const int* seq_lens;
+  int num_seqs;
+  int segments_per_seq;
+  int max_seq_len;
+  long long table_tokens;           ///< max_blocks_per_seq * block_size
+  ScheduleModel model;              ///< max_partition_tokens <= 128 * 32 (AgentDecodePlan's candidates)
+  unsigned long long capacity_items; ///< the temporary storage's partial slots (schedule_capacity)
+  int fixed_tokens;                 ///< > 0: the caller's partition size
 };
 
 /// The host's bound on what a planned launch may need.

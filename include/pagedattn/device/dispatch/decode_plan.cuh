@@ -1,9 +1,10 @@
 #pragma once
 // The host-only plan of a decode launch, a pure function of the arguments, the policy and a few facts of
 // the device and the kernel: the argument checks, how a KV head's query heads are split over thread
-// blocks, the schedule model the planning pass evaluates on the device, the temporary storage and the
+// blocks, the schedule model every block of the decode evaluates on the device, the temporary storage and the
 // grid. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
 #include <pagedattn/agent/decode_schedule.cuh>
+#include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
@@ -143,23 +144,22 @@ int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segment
 //
 // A launch is planned twice. Here, on the host, from the bound max_seq_len: the temporary storage and the
 // grid, both valid for any lengths up to the bound (so a CUDA graph captured once serves every replay).
-// Then on the device, by the planning pass (AgentDecodePlan), from the lengths themselves: the partition
-// size and the work items.
+// Then on the device, by every block of the decode in its prologue (AgentDecodePlan), from the lengths
+// themselves: the partition size and the work items.
 
 /// What the host decides for a launch.
 struct DecodePlan {
   HeadSplit head_split;
   std::size_t num_segments;
   int segments_per_seq;      ///< num_kv_heads x head_parts
-  ScheduleModel model;       ///< what the planning pass evaluates
+  ScheduleModel model;       ///< what the device evaluates
   ScheduleCapacity capacity; ///< the most items and group slots any batch under the bound is planned with
+  int max_partitions_bound;  ///< the most partitions any segment of such a batch can get
   PartitionCombineLayout layout; ///< the combine's storage: capacity.items partials, capacity.groups groups
-  std::size_t launch_offset; ///< PlannedLaunch, after the combine's storage
-  std::size_t items_offset;  ///< PlannedItem[capacity.items]
-  std::size_t lens_offset;   ///< int[num_seqs]: the planning pass's snapshot of seq_lens
   std::size_t temp_bytes;
   std::size_t grid;          ///< persistent: set by choose_grid
   bool cooperative;          ///< set by choose_grid
+  bool init_pass;            ///< set by choose_grid: the decode may combine by look-back (tickets, counters)
 };
 
 template <class Policy, class T>
@@ -173,12 +173,16 @@ DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
   const int host_choice = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
   plan.capacity = schedule_capacity(plan.model, plan.num_segments, a.max_seq_len, a.partition_tokens, host_choice, partition_group_size);
   plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
-  plan.launch_offset = plan.layout.total_bytes;
-  plan.items_offset = plan.launch_offset + PartitionCombineLayout::align_up(sizeof(PlannedLaunch));
-  plan.lens_offset = plan.items_offset + PartitionCombineLayout::align_up(plan.capacity.items * sizeof(PlannedItem));
-  plan.temp_bytes = plan.lens_offset + PartitionCombineLayout::align_up(static_cast<std::size_t>(a.num_seqs > 0 ? a.num_seqs : 1) * sizeof(int));
+  plan.temp_bytes = plan.layout.total_bytes;
+  // A segment's partitions: at most those of max_seq_len at the smallest size the device may choose, and
+  // at most what the storage leaves it when every other segment has one item.
+  const int smallest = a.partition_tokens > 0 ? a.partition_tokens : min_auto_partition_tokens;
+  const std::size_t by_storage = (plan.capacity.items - plan.num_segments) / static_cast<std::size_t>(plan.segments_per_seq) + 1;
+  const std::size_t by_length = static_cast<std::size_t>(partitions_of(a.max_seq_len, smallest));
+  plan.max_partitions_bound = static_cast<int>(by_length < by_storage ? by_length : by_storage);
   plan.grid = 0;
   plan.cooperative = false;
+  plan.init_pass = true;
   return plan;
 }
 
@@ -195,12 +199,15 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
 
 /// The grid: persistent, the blocks the device keeps resident at once (resident_blocks; at least one),
 /// never more than the items there can be. Cooperative where the kernel and the device can: then a
-/// launch whose items all have a block combines by the slice fold, decided on the device.
+/// launch whose items all have a block combines by the slice fold, decided on the device. The init pass
+/// (the look-back words zeroed) is left out only where every batch under the bound is planned in one wave.
 inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool cooperative_capable)
 {
   const std::size_t resident = resident_blocks > 0 ? resident_blocks : 1;
   plan.grid = plan.capacity.items < resident ? plan.capacity.items : resident;
   plan.cooperative = cooperative_capable;
+  const bool always_one_wave = cooperative_capable && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
+  plan.init_pass = !always_one_wave;
 }
 
 } // namespace detail

@@ -2,7 +2,7 @@
 // DevicePagedAttention::Decode, top to bottom: check the arguments, learn the device (cached), take the
 // policy of the code the device runs, plan the launch on the host (head tiling, the schedule model, the
 // temporary storage for any lengths up to max_seq_len), pick the kernel instantiation and, with its
-// occupancy, the persistent grid, then launch the planning pass and the decode. Each step lives in a header
+// occupancy, the persistent grid, then launch the decode (after its init pass where it may need one). Each step lives in a header
 // of its own: decode_arguments.cuh (what the caller passes), decode_plan.cuh (the host-only plan),
 // decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh.
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
@@ -69,7 +69,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       std::size_t resident = 0;
       PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident));
       choose_grid(plan, resident, Kernel::cooperative_capable(device));
-      return launch_decode<Kernel>(plan, device, make_plan_params(a, plan, d_temp_storage), make_params(a, plan, d_temp_storage), stream);
+      return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), d_temp_storage, stream);
     });
   });
 }

@@ -1,8 +1,7 @@
 #pragma once
-// The kernels of the paged decode: the planning pass (AgentDecodePlan), the decode itself (a persistent
-// grid whose blocks take the planned work items, AgentPagedAttention), and the probe whose PTX version
-// tells the host which policy the device's code was compiled with.
-#include <pagedattn/agent/agent_decode_plan.cuh>
+// The kernels of the paged decode: the decode itself (a persistent grid whose blocks plan the launch from
+// the lengths and take its work items, AgentPagedAttention), its init pass, and the probe whose PTX
+// version tells the host which policy the device's code was compiled with.
 #include <pagedattn/agent/agent_paged_attention.cuh>
 
 #include <cstddef>
@@ -22,13 +21,15 @@ paged_attention_kernel(const PagedAttentionParams<T> params)
   PAGEDATTN_TRACE_POINT(TracePoint::block_done);
 }
 
-/// The planning pass of a launch planned on the device: one block (AgentDecodePlan).
-template <int BlockThreads>
-__global__ void __launch_bounds__(BlockThreads) plan_decode_kernel(const DecodePlanParams params)
+/// The init pass of a launch that may combine by look-back: zeroes the ticket, arrival counters and status
+/// words. It lets the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits
+/// for this grid's completion only where it first touches those words (before its first ticket, or before
+/// its arrival).
+template <class Word>
+__global__ void reset_partition_state_kernel(Word* words, std::size_t count)
 {
-  arch::launch_dependents(); // the decode may start; it waits for this grid where it first reads the plan
-  __shared__ typename AgentDecodePlan<BlockThreads>::TempStorage temp;
-  AgentDecodePlan<BlockThreads>(temp, params).Run();
+  arch::launch_dependents();
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) { words[i] = 0; }
 }
 
 /// Compiled with the same flags as the decode kernels, so its PTX version (cudaFuncGetAttributes) is that

@@ -47,7 +47,6 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;   ///< whole 32-token slabs: two at head <= 128, one at 256
   static constexpr bool one_wave_combine = true;
-  static constexpr int plan_block_threads = 1024; ///< 8 threads per candidate partition size
 };
 
 /// NVIDIA Hopper (sm_90): sm_80's policy with 228 KB of shared memory per SM. Two 32 KB stages per block
