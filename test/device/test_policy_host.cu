@@ -289,17 +289,26 @@ TEST_CASE("launch plan: storage for any lengths under the bound, a persistent gr
   CHECK(plan.temp_bytes == plan.layout.total_bytes);
   CHECK(plan.max_partitions_bound == 32); // 1000 tokens in 32-token partitions
 
-  pagedattn::detail::choose_grid(plan, 3 * 132, true);
-  CHECK(plan.grid == 256u); // no more blocks than items
+  pagedattn::detail::choose_grid(plan, 3 * 132, true, false);
+  CHECK(plan.grid == 256u); // a block per item of the bound
   CHECK(plan.cooperative);
   CHECK_FALSE(plan.init_pass); // every batch under the bound has a block per item and <= 128 partitions
-  pagedattn::detail::choose_grid(plan, 100, false);
-  CHECK(plan.grid == 100u); // the resident blocks take tickets
+  pagedattn::detail::choose_grid(plan, 200, true, false);
+  CHECK(plan.grid == 256u);
+  CHECK_FALSE(plan.cooperative); // the grid does not fit at once: tickets
+  CHECK(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 100, false, true);
+  CHECK(plan.grid == 100u); // persistent: the resident blocks take tickets
   CHECK_FALSE(plan.cooperative);
   CHECK(plan.init_pass);
-  pagedattn::detail::choose_grid(plan, 200, true);
+  pagedattn::detail::choose_grid(plan, 200, true, true);
+  CHECK(plan.grid == 200u);
+  CHECK(plan.cooperative);
   CHECK(plan.init_pass); // some batch may have more items than blocks: it needs tickets
-  pagedattn::detail::choose_grid(plan, 0, false);
+  pagedattn::detail::choose_grid(plan, 3 * 132, true, true);
+  CHECK(plan.grid == 256u); // no more blocks than items
+  CHECK_FALSE(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 0, false, true);
   CHECK(plan.grid == 1u);
 
   // A looser bound (a graph captured at 65536) sizes more storage, never less.

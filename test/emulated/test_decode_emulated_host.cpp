@@ -206,7 +206,7 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   auto run = [&](auto kernel_tag) {
     using Kernel = decltype(kernel_tag);
     static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
-    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false);
+    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false, /*persistent=*/true);
     // The init pass, as launch_decode runs it before a launch that may combine by look-back.
     emu::LaunchConfig init_launch{1, 256, 0};
     init_launch.chaos_seed = chaos_seed;
@@ -238,9 +238,9 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   using Chain = SinglePolicyChain<Policy>;
   switch (plan.head_split.max_heads)
   {
-  case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy>{}); break;
-  case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy>{}); break;
-  default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy>{}); break;
+  case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy, true>{}); break;
+  case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy, true>{}); break;
+  default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy, true>{}); break;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output = std::move(output);

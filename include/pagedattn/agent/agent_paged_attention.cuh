@@ -94,11 +94,16 @@ public:
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
 
   /// The block's share of the launch. Every block plans the launch from the lengths (AgentDecodePlan: the
-  /// same plan in every block). With one wave (a cooperative launch in which every item has a block and
-  /// the slice fold takes every segment) block b takes item b and every block meets the others once at
-  /// the grid barrier. Otherwise blocks draw tickets until the items run out: a block that looks back
-  /// waits only on items of smaller tickets, whose blocks have started, so any number of resident blocks
-  /// makes progress.
+  /// same plan in every block), then takes its work items:
+  /// - one wave (a cooperative launch in which every item has a block and the slice fold takes every
+  ///   segment): block b takes item b, and every block meets the others once at the grid barrier;
+  /// - otherwise tickets: a block that looks back waits only on items of smaller tickets, whose blocks
+  ///   have started, so any number of resident blocks makes progress.
+  /// Persistent: a grid of the resident blocks, each drawing tickets until the items run out (a graph's
+  /// launch, whose bound may be far above the lengths it replays). Else a block per item of the bound, each
+  /// taking one ticket: no loop around the fold, which keeps its registers (a loop costs the tensor-core
+  /// fold 23 registers at head 256 and 48 at head 128, bench/NOTES.md).
+  template <bool Persistent>
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
@@ -115,7 +120,7 @@ public:
       }
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
-    for (;;)
+    do
     {
       if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
       __syncthreads();
@@ -124,8 +129,8 @@ public:
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
-      __syncthreads(); // the storage is free for the next item
-    }
+      if constexpr (Persistent) { __syncthreads(); } // the storage is free for the next item
+    } while (Persistent);
   }
 
 private:

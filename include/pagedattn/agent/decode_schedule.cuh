@@ -170,9 +170,10 @@ struct ScheduleCapacity {
 
 /// Items and groups of a launch of num_segments segments whose sequences are at most max_seq_len long.
 /// partition_tokens > 0: the caller's fixed size. Else the model may pick any size whose items fit
-/// `items`: at least every sequence in partitions of the policy's limit (always possible), the host's own
-/// choice at max_seq_len (so that a batch of max_seq_len sequences is planned as the host would), and
-/// two waves; at most what 32-token partitions would give.
+/// `items`: every sequence in partitions of the policy's limit (always possible), and the host's own choice
+/// at max_seq_len (so that a batch of max_seq_len sequences is planned as the host would). No more: a
+/// launch that is not persistent has a thread block per item of this bound (choose_grid), and one whose
+/// bound fits a wave can then be cooperative.
 PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m, std::size_t num_segments, int max_seq_len,
                                                          int partition_tokens, int host_choice, int group_size)
 {
@@ -182,11 +183,7 @@ PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m,
   {
     const std::size_t at_limit = num_segments * static_cast<std::size_t>(items_of(max_seq_len, m.max_partition_tokens));
     const std::size_t at_host = num_segments * static_cast<std::size_t>(items_of(max_seq_len, host_choice));
-    const std::size_t at_smallest = num_segments * static_cast<std::size_t>(items_of(max_seq_len, min_auto_partition_tokens));
-    const std::size_t waves = 2 * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
     items = at_limit > at_host ? at_limit : at_host;
-    const std::size_t wanted = waves < at_smallest ? waves : at_smallest;
-    items = items > wanted ? items : wanted;
   }
   // ceil(P / g) <= (P + g - 1) / g for each segment, summed: (items + (g - 1) segments) / g.
   const std::size_t groups = (items + (group_size - 1) * num_segments) / group_size + 1;

@@ -69,6 +69,16 @@ inline cudaError_t current_device_info(DeviceInfo& info)
   return cudaSuccess;
 }
 
+/// Whether `stream` is capturing a CUDA graph (then the decode's grid is persistent: a graph may be replayed
+/// with any lengths under its bound).
+inline cudaError_t stream_is_capturing(cudaStream_t stream, bool& capturing)
+{
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing"));
+  capturing = status != cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
 /// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
 template <class T, int HeadDim, int MaxHeads, class Policy>
 constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
@@ -76,8 +86,9 @@ constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename Agen
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
 inline constexpr int cached_devices = 64;
 
-/// One instantiation of the decode kernel and its facts.
-template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy>
+/// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
+/// draw tickets until the items run out; else a block per item (see choose_grid).
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   using AgentPolicy = Policy;
@@ -87,7 +98,9 @@ struct DecodeKernel {
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
   static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
 
-  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>; }
+  static constexpr bool persistent = Persistent;
+
+  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Persistent>; }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
   /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and

@@ -157,7 +157,8 @@ struct DecodePlan {
   int max_partitions_bound;  ///< the most partitions any segment of such a batch can get
   PartitionCombineLayout layout; ///< the combine's storage: capacity.items partials, capacity.groups groups
   std::size_t temp_bytes;
-  std::size_t grid;          ///< persistent: set by choose_grid
+  std::size_t grid;          ///< set by choose_grid
+  bool persistent;           ///< set by choose_grid: the grid's blocks draw tickets until the items run out
   bool cooperative;          ///< set by choose_grid
   bool init_pass;            ///< set by choose_grid: the decode may combine by look-back (tickets, counters)
 };
@@ -181,6 +182,7 @@ DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
   const std::size_t by_length = static_cast<std::size_t>(partitions_of(a.max_seq_len, smallest));
   plan.max_partitions_bound = static_cast<int>(by_length < by_storage ? by_length : by_storage);
   plan.grid = 0;
+  plan.persistent = false;
   plan.cooperative = false;
   plan.init_pass = true;
   return plan;
@@ -197,16 +199,20 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
   return cudaSuccess;
 }
 
-/// The grid: persistent, the blocks the device keeps resident at once (resident_blocks; at least one),
-/// never more than the items there can be. Cooperative where the kernel and the device can: then a
+/// The grid. Persistent (a launch captured in a graph, whose replays may fold far fewer items than the
+/// bound allows): the blocks the device keeps resident at once (resident_blocks; at least one), never more
+/// than the items there can be; cooperative where the kernel and the device can. Else a block per item of
+/// the bound, cooperative where the kernel and the device can and the grid fits at once. A cooperative
 /// launch whose items all have a block combines by the slice fold, decided on the device. The init pass
 /// (the look-back words zeroed) is left out only where every batch under the bound is planned in one wave.
-inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool cooperative_capable)
+inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool cooperative_capable, bool persistent)
 {
   const std::size_t resident = resident_blocks > 0 ? resident_blocks : 1;
-  plan.grid = plan.capacity.items < resident ? plan.capacity.items : resident;
-  plan.cooperative = cooperative_capable;
-  const bool always_one_wave = cooperative_capable && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
+  const std::size_t items = plan.capacity.items > 0 ? plan.capacity.items : 1;
+  plan.persistent = persistent;
+  plan.grid = persistent && items > resident ? resident : items;
+  plan.cooperative = cooperative_capable && plan.grid <= resident;
+  const bool always_one_wave = plan.cooperative && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
   plan.init_pass = !always_one_wave;
 }
 

@@ -9,7 +9,9 @@
 namespace pagedattn {
 namespace detail {
 
-template <class T, int HeadDim, int MaxHeads, class PolicyChain>
+/// Persistent: a grid of the resident blocks that draw tickets until the items run out; else a block per
+/// item of the host's bound (AgentPagedAttention::Run).
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent>
 __global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, PolicyChain::device_policy::min_blocks_per_sm)
 paged_attention_kernel(const PagedAttentionParams<T> params)
 {
@@ -17,7 +19,7 @@ paged_attention_kernel(const PagedAttentionParams<T> params)
   // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (128-byte
   // aligned: the stages at its start need it, see PartitionFoldTensorCore::TempStorage.)
   extern __shared__ __align__(128) unsigned char paged_attention_smem[];
-  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).Run();
+  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).template Run<Persistent>();
   PAGEDATTN_TRACE_POINT(TracePoint::block_done);
 }
 
