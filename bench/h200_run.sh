@@ -11,7 +11,12 @@
 #      the latency-bound shapes (h200-ncu.txt);
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
+# H200_RUN_PART=tests (steps 2, 4, 5) or sanitizers (step 3 alone) splits the run over two calls of the
+# device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both;
+# SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124).
 set -uo pipefail
+PART=${H200_RUN_PART:-all}
+SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-600}
 OUT=${OUT:-$PWD/out}
 BUILD=${1:-build-h200}
 LOGS="$OUT/logs"
@@ -44,14 +49,18 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 log "device: $gpu; commit $commit"
 
 # ---- 2. every test --------------------------------------------------------------------------------------
+ctest_rc=0
+if [ "$PART" != sanitizers ]; then
 {
   echo "# ctest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   # -LE compile: the BI-V100 compile checks need no GPU (CI runs them), only device time here.
   (cd "$src/$BUILD" 2>/dev/null || cd "$BUILD"; PAGEDATTN_TEST_REPORT="$LOGS/errors.txt" ctest -LE compile --output-on-failure --timeout 900 2>&1)
 } | tee "$OUT/h200-tests.txt" | tail -25
 ctest_rc=${PIPESTATUS[0]}
+fi
 
 # ---- 3. compute-sanitizer on every GPU test binary --------------------------------------------------------
+if [ "$PART" != tests ]; then
 mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' | sort)
 {
   echo "# compute-sanitizer on $gpu, commit $commit: tool binary errors (PAGEDATTN_TEST_REDUCED=1)"
@@ -61,7 +70,7 @@ mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 
     for tool in memcheck racecheck synccheck initcheck; do
       logf="$LOGS/sanitizer-$tool-$name.txt"
       # ~[api_error]: leave out the cases that provoke a CUDA API error on purpose (the sanitizer counts those)
-      PAGEDATTN_TEST_REDUCED=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" "~[api_error]" >"$logf" 2>&1
+      PAGEDATTN_TEST_REDUCED=1 timeout "$SANITIZER_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" "~[api_error]" >"$logf" 2>&1
       rc=$?
       # memcheck/synccheck/initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
       errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
@@ -71,6 +80,8 @@ mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 
     done
   done
 } | tee "$OUT/h200-sanitizer.txt"
+fi
+if [ "$PART" = sanitizers ]; then tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOGS"; exit 0; fi
 
 # ---- 4. the example and the benchmarks ----------------------------------------------------------------------
 # Outputs and JSON go to logs/ (archived below); the merged h200.json and h200.png to $OUT. Every step runs
@@ -123,7 +134,8 @@ import json, re, sys, pathlib
 out, commit, gpu, ctest_rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tests = pathlib.Path(out, "h200-tests.txt").read_text()
 m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", tests)
-san = [l.split() for l in pathlib.Path(out, "h200-sanitizer.txt").read_text().splitlines() if not l.startswith("#")]
+san_file = pathlib.Path(out, "h200-sanitizer.txt")  # (absent from a run of H200_RUN_PART=tests)
+san = [l.split() for l in san_file.read_text().splitlines() if not l.startswith("#")] if san_file.exists() else []
 summary = {
   "device": gpu, "commit": commit, "ctest_rc": ctest_rc,
   "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2) or 0) if m else None,
