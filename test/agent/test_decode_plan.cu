@@ -2,7 +2,7 @@
 // the plan equals the host reference built from the same pieces (decode_schedule_reference.cuh), header
 // and every item, for random batches with empty and invalid lengths, more sequences than threads, and a
 // fixed partition size. One block asks for every item in order, another for every 97th (the cursor skips
-// chunks), as the decode's blocks do with their tickets.
+// chunks, and reloads its chunk before each item), as the decode's blocks do with their tickets.
 #include <pagedattn/agent/agent_decode_plan.cuh>
 
 #include "decode_schedule_reference.cuh"
@@ -19,16 +19,17 @@ __global__ void plan_items_kernel(const pagedattn::DecodePlanParams params, page
                                   pagedattn::PlannedItem* every_item, pagedattn::PlannedItem* strided_items)
 {
   using Plan = pagedattn::AgentDecodePlan<BlockThreads>;
-  __shared__ typename Plan::ChoiceStorage choice;
-  __shared__ typename Plan::CursorStorage cursor;
-  Plan plan(cursor, params);
-  const pagedattn::PlannedLaunch l = plan.ChooseLaunch(choice);
+  __shared__ typename Plan::TempStorage temp;
+  __shared__ typename Plan::CursorState cursor;
+  Plan plan(temp, cursor, params);
+  const pagedattn::PlannedLaunch l = plan.ChooseLaunch();
   if (blockIdx.x == 0 && threadIdx.x == 0) { *launch = l; }
   const unsigned total = static_cast<unsigned>(l.total_items);
   const unsigned step = blockIdx.x == 0 ? 1u : item_stride;
   pagedattn::PlannedItem* out = blockIdx.x == 0 ? every_item : strided_items;
   for (unsigned i = blockIdx.x == 0 ? 0u : 5u; i < total; i += step)
   {
+    if (blockIdx.x == 1) { plan.Reload(); } // as the persistent decode does after each fold
     const pagedattn::PlannedItem item = plan.ItemAt(i);
     if (threadIdx.x == BlockThreads - 1) { out[i] = item; } // (every thread holds it: the last one writes)
   }

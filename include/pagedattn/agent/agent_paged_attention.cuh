@@ -67,11 +67,11 @@ public:
         PartialStorage partial;
         typename SliceCombine::TempStorage slice;
       } after; ///< from Fold::Run's partial on
-      typename Plan::ChoiceStorage choice; ///< while the plan is made, before the first fold
+      typename Plan::TempStorage plan; ///< while the plan is made and a work item found, before its fold
     } phase;
-    typename Plan::CursorStorage cursor;
+    typename Plan::CursorState cursor;
     unsigned ticket;
-    PAGEDATTN_DEVICE typename Plan::ChoiceStorage& choice() { return phase.choice; }
+    PAGEDATTN_DEVICE typename Plan::TempStorage& plan() { return phase.plan; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return phase.after.partial; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.after.combine; }
     PAGEDATTN_DEVICE typename SliceCombine::TempStorage& slice() { return phase.after.slice; }
@@ -80,12 +80,12 @@ public:
     union alignas(16) {
       typename Fold::TempStorage fold;
       typename Combine::TempStorage combine;
-      typename Plan::ChoiceStorage choice;
+      typename Plan::TempStorage plan;
     } phase;
     PartialStorage partial_;
-    typename Plan::CursorStorage cursor;
+    typename Plan::CursorState cursor;
     unsigned ticket;
-    PAGEDATTN_DEVICE typename Plan::ChoiceStorage& choice() { return phase.choice; }
+    PAGEDATTN_DEVICE typename Plan::TempStorage& plan() { return phase.plan; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return partial_; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.combine; }
   };
@@ -107,8 +107,8 @@ public:
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    Plan plan(temp_.cursor, p_.plan);
-    const PlannedLaunch launch = plan.ChooseLaunch(temp_.choice());
+    Plan plan(temp_.plan(), temp_.cursor, p_.plan);
+    const PlannedLaunch launch = plan.ChooseLaunch();
     if constexpr (one_wave_capable)
     {
       if (p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) && launch.max_partitions <= one_wave_max_partitions)
@@ -120,6 +120,7 @@ public:
       }
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
+    bool first = true;
     do
     {
       if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
@@ -128,6 +129,8 @@ public:
       __syncthreads(); // every thread has the ticket before thread 0 draws the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (!first) { plan.Reload(); } // the fold has reused the plan's shared memory
+      first = false;
       RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
       if constexpr (Persistent) { __syncthreads(); } // the storage is free for the next item
     } while (Persistent);
