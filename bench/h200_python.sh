@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The Python package's device run (a call of its own: bench/h200_run.sh fills most of one call's 10 minutes):
+# build pagedattn._C in place for the GPU present with the installed torch, run its pytest suite (the seed
+# comparison too when .seed/ is carried: bash bench/fetch_seed.sh) and its benchmark (bench_ops: an eager
+# call against a graph replay, and the seed). Writes h200-python-tests.txt and h200-python-ops.json to $OUT.
+# Usage (device tool, repo root): bash bench/h200_python.sh        with carry [".seed"]
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+log() { echo "[h200_python] $*"; }
+python3 -c "import torch; assert torch.cuda.is_available()" || { log "no torch with CUDA here"; exit 1; }
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+arch=$(python3 -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())")
+log "device: $gpu; commit $commit; torch $(python3 -c 'import torch; print(torch.__version__)'); arch $arch"
+
+log "build"
+if ! (cd python && TORCH_CUDA_ARCH_LIST=$arch timeout 420 python3 setup.py build_ext --inplace) >"$OUT/h200-python-build.txt" 2>&1; then
+  log "build failed"; tail -40 "$OUT/h200-python-build.txt"; exit 1
+fi
+PYTHONPATH=$PWD/python python3 -c "import pagedattn" || { log "the built package does not import"; exit 1; }
+log "tests"
+{
+  echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
+  # -v: each test's name before it runs, so that a crash names its test (faulthandler, on by default in
+  # pytest, prints the Python stack); the bad-input cases run in child processes (test_ops.py).
+  PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -v -rfEs python/tests 2>&1
+} | tee "$OUT/h200-python-tests.txt" | tail -30
+tests_rc=${PIPESTATUS[0]}
+log "tests: exit status $tests_rc"
+log "bench"
+PYTHONPATH=$PWD/python timeout 120 python3 python/bench/bench_ops.py --out "$OUT/h200-python-ops.json"
+bench_rc=$?
+log "bench: exit status $bench_rc"
+exit $((tests_rc != 0 || bench_rc != 0))

@@ -1,0 +1,243 @@
+// The PyTorch operators of pagedattn (namespace torch.ops.pagedattn), registered with TORCH_LIBRARY:
+//   paged_attention_v1 / paged_attention_v2: vLLM 0.6.x's argument lists and semantics;
+//   decode: the arguments pagedattn needs, for pagedattn.decode().
+// Each has a CUDA kernel and a Meta kernel (nothing to compute: the ops write `out` and return nothing),
+// so that torch.compile traces them and CUDA graphs capture them. The temporary storage comes from
+// PyTorch's caching allocator on the current stream: no cudaMalloc after the first call of a shape, and
+// inside a graph capture from the graph's pool. Bad input raises ValueError with pagedattn's message.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <pagedattn/pagedattn.cuh>
+
+#include "vllm_decode_arguments.h"
+
+#include <string>
+
+namespace {
+
+using pagedattn_python::DType;
+using pagedattn_python::TensorInfo;
+using pagedattn_python::VllmPagedAttentionArgs;
+
+DType dtype_of(const at::Tensor& t)
+{
+  switch (t.scalar_type())
+  {
+  case at::kHalf: return DType::f16;
+  case at::kBFloat16: return DType::bf16;
+  case at::kFloat: return DType::f32;
+  case at::kInt: return DType::i32;
+  default: return DType::other;
+  }
+}
+
+/// What the checks read of t: no data pointer (decode_as() reads it once the checks have passed) and
+/// no size or stride past max_tensor_dims (check() rejects such a tensor by its dim before reading any).
+TensorInfo info_of(const at::Tensor& t)
+{
+  TensorInfo i;
+  i.defined = t.defined();
+  if (!i.defined) { return i; }
+  i.cuda = t.is_cuda();
+  i.device = i.cuda ? t.get_device() : -1;
+  i.dtype = dtype_of(t);
+  i.dim = static_cast<int>(t.dim());
+  const int stored = i.dim < pagedattn_python::max_tensor_dims ? i.dim : pagedattn_python::max_tensor_dims;
+  for (int d = 0; d < stored; ++d)
+  {
+    i.size[d] = t.size(d);
+    i.stride[d] = t.stride(d);
+  }
+  return i;
+}
+TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? info_of(*t) : TensorInfo{}; }
+
+/// The one way a bad argument leaves the op: ValueError with the message that names it.
+void throw_if_bad(const std::string& bad) { TORCH_CHECK_VALUE(bad.empty(), "pagedattn: ", bad); }
+
+/// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
+/// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
+/// this GPU).
+void check_decode(cudaError_t err)
+{
+  if (err == cudaSuccess) { return; }
+  const std::string message = pagedattn::last_error_message();
+  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, "pagedattn: ", message);
+  TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
+}
+
+/// The tensors of one call, for their data pointers once check() has passed.
+struct CallTensors {
+  const at::Tensor& out;
+  const at::Tensor& query;
+  const at::Tensor& key_cache;
+  const at::Tensor& value_cache;
+  const at::Tensor& block_tables;
+  const at::Tensor& seq_lens;
+  const c10::optional<at::Tensor>& alibi_slopes;
+};
+
+template <class T>
+void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
+{
+  // check() has passed: every tensor is a CUDA tensor on the query's device with the expected dtype and
+  // shape, so the data pointers are read only now.
+  v.out.data = t.out.data_ptr();
+  v.query.data = t.query.data_ptr();
+  v.key_cache.data = t.key_cache.data_ptr();
+  v.value_cache.data = t.value_cache.data_ptr();
+  v.block_tables.data = t.block_tables.data_ptr();
+  v.seq_lens.data = t.seq_lens.data_ptr();
+  v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
+  pagedattn::DecodeArguments<T> a;
+  throw_if_bad(pagedattn_python::to_decode_arguments(v, a));
+  if (a.num_seqs == 0) { return; }
+  const c10::cuda::CUDAGuard guard(t.query.device());
+  std::size_t bytes = 0;
+  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
+  const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, t.query.options().dtype(at::kByte));
+  check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream()));
+}
+
+/// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not
+/// checked), then the launch for the query's dtype.
+void run(VllmPagedAttentionArgs& v, const CallTensors& t)
+{
+  throw_if_bad(pagedattn_python::check(v));
+  switch (v.query.dtype)
+  {
+  case DType::f16: decode_as<__half>(v, t); break;
+  case DType::bf16: decode_as<__nv_bfloat16>(v, t); break;
+  case DType::f32: decode_as<float>(v, t); break;
+  default: throw_if_bad("query must be float16, bfloat16 or float32"); // check() has said so already
+  }
+}
+
+VllmPagedAttentionArgs vllm_args(const CallTensors& t, int64_t num_kv_heads, double scale, int64_t block_size, int64_t max_seq_len,
+                                 const std::string& kv_cache_dtype, double k_scale, double v_scale, int64_t tp_rank,
+                                 int64_t blocksparse_local_blocks, int64_t blocksparse_vert_stride, int64_t blocksparse_block_size,
+                                 int64_t blocksparse_head_sliding_step)
+{
+  VllmPagedAttentionArgs v;
+  v.out = info_of(t.out);
+  v.query = info_of(t.query);
+  v.key_cache = info_of(t.key_cache);
+  v.value_cache = info_of(t.value_cache);
+  v.block_tables = info_of(t.block_tables);
+  v.seq_lens = info_of(t.seq_lens);
+  v.alibi_slopes = info_of(t.alibi_slopes);
+  v.num_kv_heads = num_kv_heads;
+  v.scale = scale;
+  v.block_size = block_size;
+  v.max_seq_len = max_seq_len;
+  v.kv_cache_dtype = kv_cache_dtype;
+  v.k_scale = k_scale;
+  v.v_scale = v_scale;
+  v.tp_rank = tp_rank;
+  v.blocksparse_local_blocks = blocksparse_local_blocks;
+  v.blocksparse_vert_stride = blocksparse_vert_stride;
+  v.blocksparse_block_size = blocksparse_block_size;
+  v.blocksparse_head_sliding_step = blocksparse_head_sliding_step;
+  return v;
+}
+
+void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
+                        int64_t num_kv_heads, double scale, const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size,
+                        int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, int64_t tp_rank, int64_t blocksparse_local_blocks,
+                        int64_t blocksparse_vert_stride, int64_t blocksparse_block_size, int64_t blocksparse_head_sliding_step)
+{
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes};
+  VllmPagedAttentionArgs v = vllm_args(t, num_kv_heads, scale, block_size, max_seq_len, kv_cache_dtype, k_scale, v_scale, tp_rank,
+                                       blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+                                       blocksparse_head_sliding_step);
+  run(v, t);
+}
+
+/// exp_sums, max_logits and tmp_out are vLLM's workspace for its own kernel: accepted, not used.
+void paged_attention_v2(at::Tensor& out, const at::Tensor& /*exp_sums*/, const at::Tensor& /*max_logits*/, const at::Tensor& /*tmp_out*/,
+                        const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache, int64_t num_kv_heads,
+                        double scale, const at::Tensor& block_tables, const at::Tensor& seq_lens, int64_t block_size, int64_t max_seq_len,
+                        const c10::optional<at::Tensor>& alibi_slopes, const std::string& kv_cache_dtype, double k_scale, double v_scale,
+                        int64_t tp_rank, int64_t blocksparse_local_blocks, int64_t blocksparse_vert_stride,
+                        int64_t blocksparse_block_size, int64_t blocksparse_head_sliding_step)
+{
+  paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                     alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+                     blocksparse_block_size, blocksparse_head_sliding_step);
+}
+
+/// pagedattn.decode(): the KV heads and the block size are key_cache's, taken by the torch-free
+/// take_layout_from_key_cache() once key_cache is known to have 5 dimensions; every message leaves through
+/// throw_if_bad().
+void decode(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache, const at::Tensor& block_tables,
+            const at::Tensor& seq_lens, double scale, int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes)
+{
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes};
+  VllmPagedAttentionArgs v = vllm_args(t, 0, scale, 0, max_seq_len, "auto", 1.0, 1.0, 0, 0, 0, 64, 0);
+  throw_if_bad(pagedattn_python::take_layout_from_key_cache(v));
+  run(v, t);
+}
+
+// Meta kernels: the ops write `out` in place and return nothing, so there is nothing to compute.
+void paged_attention_v1_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double, const at::Tensor&,
+                             const at::Tensor&, int64_t, int64_t, const c10::optional<at::Tensor>&, const std::string&, double, double,
+                             int64_t, int64_t, int64_t, int64_t, int64_t)
+{
+}
+void paged_attention_v2_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                             const at::Tensor&, int64_t, double, const at::Tensor&, const at::Tensor&, int64_t, int64_t,
+                             const c10::optional<at::Tensor>&, const std::string&, double, double, int64_t, int64_t, int64_t, int64_t,
+                             int64_t)
+{
+}
+void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double,
+                 int64_t, const c10::optional<at::Tensor>&)
+{
+}
+
+} // namespace
+
+#if defined(TORCH_EXTENSION_NAME) // built as the Python module pagedattn._C: importing it registers the operators
+#include <torch/extension.h>
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported"; }
+#endif
+
+TORCH_LIBRARY(pagedattn, m)
+{
+  m.def("paged_attention_v1(Tensor(a!) out, Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, "
+        "Tensor block_tables, Tensor seq_lens, int block_size, int max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, "
+        "float k_scale, float v_scale, int tp_rank=0, int blocksparse_local_blocks=0, int blocksparse_vert_stride=0, "
+        "int blocksparse_block_size=64, int blocksparse_head_sliding_step=0) -> ()");
+  m.def("paged_attention_v2(Tensor(a!) out, Tensor exp_sums, Tensor max_logits, Tensor tmp_out, Tensor query, Tensor key_cache, "
+        "Tensor value_cache, int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, int max_seq_len, "
+        "Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, int tp_rank=0, int blocksparse_local_blocks=0, "
+        "int blocksparse_vert_stride=0, int blocksparse_block_size=64, int blocksparse_head_sliding_step=0) -> ()");
+  m.def("decode(Tensor(a!) out, Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_tables, Tensor seq_lens, float scale, "
+        "int max_seq_len, Tensor? alibi_slopes) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(pagedattn, CUDA, m)
+{
+  m.impl("paged_attention_v1", &paged_attention_v1);
+  m.impl("paged_attention_v2", &paged_attention_v2);
+  m.impl("decode", &decode);
+}
+
+// CPU tensors reach the same checks, which say which argument must be on the GPU.
+TORCH_LIBRARY_IMPL(pagedattn, CPU, m)
+{
+  m.impl("paged_attention_v1", &paged_attention_v1);
+  m.impl("paged_attention_v2", &paged_attention_v2);
+  m.impl("decode", &decode);
+}
+
+TORCH_LIBRARY_IMPL(pagedattn, Meta, m)
+{
+  m.impl("paged_attention_v1", &paged_attention_v1_meta);
+  m.impl("paged_attention_v2", &paged_attention_v2_meta);
+  m.impl("decode", &decode_meta);
+}

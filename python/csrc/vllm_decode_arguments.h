@@ -1,0 +1,300 @@
+#pragma once
+// vLLM 0.6.x's paged_attention_v1/v2 arguments -> pagedattn::DecodeArguments, with every check that the
+// library's own validation cannot make from raw pointers (shapes, dtypes, devices, layouts, the options
+// pagedattn does not support). Free of PyTorch, so that host tests build it without torch
+// (test/python/test_vllm_arguments_host.cu); python/csrc/torch_ops.cu fills TensorInfo from at::Tensor.
+// Every message names the argument as vLLM's signature does.
+#include <pagedattn/device/dispatch/decode_arguments.cuh>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace pagedattn_python {
+
+enum class DType { f16, bf16, f32, i32, other };
+
+inline const char* dtype_name(DType t)
+{
+  switch (t)
+  {
+  case DType::f16: return "float16";
+  case DType::bf16: return "bfloat16";
+  case DType::f32: return "float32";
+  case DType::i32: return "int32";
+  default: return "another dtype";
+  }
+}
+inline int dtype_bytes(DType t) { return t == DType::f32 || t == DType::i32 ? 4 : t == DType::other ? 0 : 2; }
+
+/// Dimensions a TensorInfo holds. A tensor may have more (dim says how many): only the first
+/// max_tensor_dims sizes and strides are stored, and check() rejects it before any of them is read.
+inline constexpr int max_tensor_dims = 8;
+
+/// What the translation reads of a tensor. The data pointer is only read by to_decode_arguments(), after
+/// check() has passed: the torch binding fills it last, from tensors that are known to be CUDA tensors
+/// of the right dtype and shape.
+struct TensorInfo {
+  bool defined = false;
+  bool cuda = false;
+  int device = -1;
+  DType dtype = DType::other;
+  int dim = 0;
+  std::int64_t size[max_tensor_dims] = {};
+  std::int64_t stride[max_tensor_dims] = {};
+  const void* data = nullptr;
+};
+
+/// The arguments of vLLM 0.6.x's ops.paged_attention_v1 / v2 that pagedattn reads. v2's exp_sums,
+/// max_logits and tmp_out are accepted by the op and not used: pagedattn keeps its own temporary storage.
+struct VllmPagedAttentionArgs {
+  TensorInfo out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes;
+  std::int64_t num_kv_heads = 0;
+  double scale = 0;
+  std::int64_t block_size = 0;
+  std::int64_t max_seq_len = 0;
+  std::string kv_cache_dtype = "auto";
+  double k_scale = 1.0, v_scale = 1.0;
+  std::int64_t tp_rank = 0, blocksparse_local_blocks = 0, blocksparse_vert_stride = 0, blocksparse_block_size = 64,
+               blocksparse_head_sliding_step = 0;
+};
+
+namespace detail {
+
+/// The dimensions a TensorInfo holds of t: 0 to max_tensor_dims, whatever t.dim says.
+inline int stored_dims(const TensorInfo& t) { return t.dim < 0 ? 0 : t.dim > max_tensor_dims ? max_tensor_dims : t.dim; }
+
+inline std::string shape_of(const TensorInfo& t)
+{
+  std::string s = "[";
+  for (int i = 0; i < stored_dims(t); ++i) { s += (i ? ", " : "") + std::to_string(t.size[i]); }
+  return s + (t.dim > max_tensor_dims ? ", ...]" : "]");
+}
+
+/// Dense row-major strides for t's sizes (a size-1 dimension's stride is not looked at).
+inline bool contiguous(const TensorInfo& t)
+{
+  std::int64_t expected = 1;
+  for (int i = stored_dims(t) - 1; i >= 0; --i)
+  {
+    if (t.size[i] != 1 && t.stride[i] != expected) { return false; }
+    expected *= t.size[i];
+  }
+  return true;
+}
+
+inline bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/// Whether two (sequence, head) rows of a 3-D tensor whose last dimension is contiguous share an element.
+/// The outer dimensions that step (size > 1), in order of stride whatever their order in the shape, must
+/// each step past everything the dimensions inside them span.
+inline bool rows_overlap(const TensorInfo& t)
+{
+  struct Step {
+    std::int64_t stride, size;
+  };
+  Step steps[2];
+  int n = 0;
+  for (int d = 0; d < 2; ++d)
+  {
+    if (t.size[d] > 1) { steps[n++] = {t.stride[d], t.size[d]}; }
+  }
+  if (n == 2 && steps[1].stride < steps[0].stride) { std::swap(steps[0], steps[1]); }
+  std::int64_t extent = t.size[2]; // one row
+  for (int i = 0; i < n; ++i)
+  {
+    if (steps[i].stride < extent) { return true; }
+    extent += (steps[i].size - 1) * steps[i].stride;
+  }
+  return false;
+}
+
+/// A CUDA tensor of `dim` dimensions on the query's device. In this order: defined, on a CUDA device, the
+/// query's device, the number of dimensions, then the sizes and strides: nothing reads a size or a stride
+/// of a tensor whose dimensions are not known to be `dim` (<= max_tensor_dims).
+inline std::string check_tensor(const char* name, const TensorInfo& t, int dim, int device)
+{
+  if (!t.defined) { return std::string(name) + " is required"; }
+  if (!t.cuda) { return std::string(name) + " must be a CUDA tensor"; }
+  if (t.device != device)
+  {
+    return std::string(name) + " is on cuda:" + std::to_string(t.device) + ", query on cuda:" + std::to_string(device);
+  }
+  if (t.dim != dim || dim > max_tensor_dims)
+  {
+    return std::string(name) + " must have " + std::to_string(dim) + " dimensions, got " + std::to_string(t.dim) + ": " + shape_of(t);
+  }
+  for (int i = 0; i < t.dim; ++i)
+  {
+    if (t.size[i] < 0 || t.stride[i] < 0) { return std::string(name) + " has a negative size or stride"; }
+  }
+  return "";
+}
+
+} // namespace detail
+
+/// Every check that does not depend on the element type. Returns "" or a message naming the argument.
+inline std::string check(const VllmPagedAttentionArgs& v)
+{
+  using detail::check_tensor;
+  using detail::contiguous;
+  using detail::shape_of;
+  std::string e;
+  // Options pagedattn does not have yet, before the tensors: their message is the useful one.
+  if (v.kv_cache_dtype != "auto")
+  {
+    return "kv_cache_dtype '" + v.kv_cache_dtype + "' is not supported yet (only 'auto': the cache has the query's dtype)";
+  }
+  if (v.k_scale != 1.0 || v.v_scale != 1.0)
+  {
+    return "k_scale and v_scale must be 1.0 with kv_cache_dtype 'auto' (got " + std::to_string(v.k_scale) + ", " +
+           std::to_string(v.v_scale) + "): scaled fp8 caches are not supported yet";
+  }
+  if (v.blocksparse_vert_stride > 1)
+  {
+    return "blocksparse attention (blocksparse_vert_stride " + std::to_string(v.blocksparse_vert_stride) + " > 1) is not supported";
+  }
+
+  const TensorInfo& q = v.query;
+  if (!q.defined || !q.cuda) { return "query must be a CUDA tensor"; }
+  if (!(e = check_tensor("query", q, 3, q.device)).empty()) { return e; }
+  if (q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::f32)
+  {
+    return std::string("query must be float16, bfloat16 or float32, got ") + dtype_name(q.dtype);
+  }
+  if (q.stride[2] != 1 && q.size[2] > 1) { return "query's last dimension (head_size) must be contiguous (stride 1)"; }
+  // pagedattn reads a stride of 0 as "dense": a broadcast query would be read from the wrong places.
+  if ((q.size[0] > 1 && q.stride[0] == 0) || (q.size[1] > 1 && q.stride[1] == 0)) { return "query must not be broadcast (a stride of 0)"; }
+  const std::int64_t num_seqs = q.size[0], num_heads = q.size[1], head_size = q.size[2];
+  if (!detail::fits_int(num_seqs) || !detail::fits_int(num_heads) || !detail::fits_int(head_size)) { return "query's shape exceeds int"; }
+
+  const TensorInfo& o = v.out;
+  if (!(e = check_tensor("out", o, 3, q.device)).empty()) { return e; }
+  if (o.dtype != q.dtype) { return std::string("out must have the query's dtype (") + dtype_name(q.dtype) + "), got " + dtype_name(o.dtype); }
+  if (o.size[0] != num_seqs || o.size[1] != num_heads || o.size[2] != head_size)
+  {
+    return "out must have the query's shape " + shape_of(q) + ", got " + shape_of(o);
+  }
+  if (o.stride[2] != 1 && o.size[2] > 1) { return "out's last dimension (head_size) must be contiguous (stride 1)"; }
+  if (detail::rows_overlap(o))
+  {
+    return "out's rows overlap (strides " + std::to_string(o.stride[0]) + ", " + std::to_string(o.stride[1]) + ", 1 for shape " +
+           shape_of(o) + "): every (sequence, head) needs its own head_size elements";
+  }
+
+  if (v.num_kv_heads < 1 || num_heads % v.num_kv_heads != 0)
+  {
+    return "num_kv_heads (" + std::to_string(v.num_kv_heads) + ") must divide the query's " + std::to_string(num_heads) + " heads";
+  }
+
+  const TensorInfo& k = v.key_cache;
+  if (!(e = check_tensor("key_cache", k, 5, q.device)).empty())
+  {
+    return e + " (vLLM's layout [num_blocks, num_kv_heads, head_size / x, block_size, x])";
+  }
+  if (k.dtype != q.dtype)
+  {
+    return std::string("key_cache must have the query's dtype (") + dtype_name(q.dtype) + ") with kv_cache_dtype 'auto', got " +
+           dtype_name(k.dtype);
+  }
+  const std::int64_t x = k.size[4];
+  if (x * dtype_bytes(q.dtype) != 16) { return "key_cache's last dimension x must hold 16 bytes (" + std::to_string(16 / dtype_bytes(q.dtype)) + " elements), got " + std::to_string(x); }
+  if (k.size[1] != v.num_kv_heads) { return "key_cache has " + std::to_string(k.size[1]) + " KV heads, num_kv_heads is " + std::to_string(v.num_kv_heads); }
+  if (k.size[2] * x != head_size) { return "key_cache's head_size / x * x = " + std::to_string(k.size[2] * x) + " differs from the query's head_size " + std::to_string(head_size); }
+  if (k.size[3] != v.block_size) { return "key_cache's block dimension is " + std::to_string(k.size[3]) + ", block_size is " + std::to_string(v.block_size); }
+  if (!contiguous(k)) { return "key_cache must be contiguous"; }
+
+  const TensorInfo& val = v.value_cache;
+  if (!(e = check_tensor("value_cache", val, 4, q.device)).empty())
+  {
+    return e + " (vLLM's layout [num_blocks, num_kv_heads, head_size, block_size])";
+  }
+  if (val.dtype != q.dtype) { return std::string("value_cache must have the query's dtype (") + dtype_name(q.dtype) + "), got " + dtype_name(val.dtype); }
+  if (val.size[0] != k.size[0] || val.size[1] != v.num_kv_heads || val.size[2] != head_size || val.size[3] != v.block_size)
+  {
+    return "value_cache must be [" + std::to_string(k.size[0]) + ", " + std::to_string(v.num_kv_heads) + ", " + std::to_string(head_size) +
+           ", " + std::to_string(v.block_size) + "] like key_cache, got " + shape_of(val);
+  }
+  if (!contiguous(val)) { return "value_cache must be contiguous"; }
+
+  const TensorInfo& bt = v.block_tables;
+  if (!(e = check_tensor("block_tables", bt, 2, q.device)).empty()) { return e; }
+  if (bt.dtype != DType::i32) { return std::string("block_tables must be int32, got ") + dtype_name(bt.dtype); }
+  if (bt.size[0] != num_seqs) { return "block_tables has " + std::to_string(bt.size[0]) + " rows, the query " + std::to_string(num_seqs) + " sequences"; }
+  if (!contiguous(bt)) { return "block_tables must be contiguous"; }
+  if (!detail::fits_int(bt.size[1])) { return "block_tables has too many columns"; }
+
+  const TensorInfo& sl = v.seq_lens;
+  if (!(e = check_tensor("seq_lens", sl, 1, q.device)).empty()) { return e; }
+  if (sl.dtype != DType::i32) { return std::string("seq_lens must be int32, got ") + dtype_name(sl.dtype); }
+  if (sl.size[0] != num_seqs) { return "seq_lens has " + std::to_string(sl.size[0]) + " entries, the query " + std::to_string(num_seqs) + " sequences"; }
+  if (!contiguous(sl)) { return "seq_lens must be contiguous"; }
+
+  if (v.alibi_slopes.defined)
+  {
+    const TensorInfo& al = v.alibi_slopes;
+    if (!(e = check_tensor("alibi_slopes", al, 1, q.device)).empty()) { return e; }
+    if (al.dtype != DType::f32) { return std::string("alibi_slopes must be float32, got ") + dtype_name(al.dtype); }
+    if (al.size[0] != num_heads) { return "alibi_slopes has " + std::to_string(al.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads"; }
+    if (!contiguous(al)) { return "alibi_slopes must be contiguous"; }
+  }
+  if (!detail::fits_int(v.max_seq_len)) { return "max_seq_len must be in [0, 2^31 - 1], got " + std::to_string(v.max_seq_len); }
+  if (v.block_size < 1 || !detail::fits_int(v.block_size)) { return "block_size must be positive, got " + std::to_string(v.block_size); }
+  if (v.max_seq_len > bt.size[1] * v.block_size)
+  {
+    return "max_seq_len (" + std::to_string(v.max_seq_len) + ") exceeds what block_tables hold (max_blocks_per_seq " +
+           std::to_string(bt.size[1]) + " * block_size " + std::to_string(v.block_size) + ")";
+  }
+  return "";
+}
+
+/// pagedattn.decode() takes the KV heads and the block size from key_cache
+/// ([num_blocks, num_kv_heads, head_size / x, block_size, x]): sets v.num_kv_heads and v.block_size, or
+/// returns the message naming key_cache. Nothing is read of key_cache's sizes before its dimensions are
+/// known to be 5 (a 4-D or 9-D key_cache is named, not indexed).
+inline std::string take_layout_from_key_cache(VllmPagedAttentionArgs& v)
+{
+  const TensorInfo& k = v.key_cache;
+  if (!k.defined) { return "key_cache is required"; }
+  if (k.dim != 5)
+  {
+    return "key_cache must have 5 dimensions [num_blocks, num_kv_heads, head_size / x, block_size, x], got " + std::to_string(k.dim) +
+           ": " + detail::shape_of(k);
+  }
+  v.num_kv_heads = k.size[1];
+  v.block_size = k.size[3];
+  return "";
+}
+
+/// check(), then the Decode arguments for element type T (the query's). Returns "" or the message.
+template <class T>
+std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::DecodeArguments<T>& a)
+{
+  const std::string e = check(v);
+  if (!e.empty()) { return e; }
+  a = pagedattn::DecodeArguments<T>{};
+  a.output = static_cast<T*>(const_cast<void*>(v.out.data));
+  a.output_seq_stride = v.out.stride[0];
+  a.output_head_stride = v.out.stride[1];
+  a.query = static_cast<const T*>(v.query.data);
+  a.query_seq_stride = v.query.stride[0];
+  a.query_head_stride = v.query.stride[1];
+  a.key_cache = static_cast<const T*>(v.key_cache.data);
+  a.value_cache = static_cast<const T*>(v.value_cache.data);
+  a.num_blocks = v.key_cache.size[0];
+  a.block_tables = static_cast<const int*>(v.block_tables.data);
+  a.max_blocks_per_seq = static_cast<int>(v.block_tables.size[1]);
+  a.seq_lens = static_cast<const int*>(v.seq_lens.data);
+  a.num_seqs = static_cast<int>(v.query.size[0]);
+  a.max_seq_len = static_cast<int>(v.max_seq_len);
+  a.num_heads = static_cast<int>(v.query.size[1]);
+  a.num_kv_heads = static_cast<int>(v.num_kv_heads);
+  a.head_size = static_cast<int>(v.query.size[2]);
+  a.block_size = static_cast<int>(v.block_size);
+  a.scale = static_cast<float>(v.scale);
+  a.alibi_slopes = v.alibi_slopes.defined ? static_cast<const float*>(v.alibi_slopes.data) : nullptr;
+  return "";
+}
+
+} // namespace pagedattn_python

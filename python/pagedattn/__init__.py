@@ -1,0 +1,60 @@
+"""pagedattn for PyTorch: paged decode attention over vLLM's KV cache.
+
+    import pagedattn
+    out = pagedattn.decode(query, key_cache, value_cache, block_tables, seq_lens)
+
+``pagedattn.ops.paged_attention_v1`` / ``paged_attention_v2`` take vLLM 0.6.x's exact arguments, so that
+vLLM's ``paged_attn.py`` can switch over by changing one import (python/README.md). The operators are
+registered as ``torch.ops.pagedattn.*`` (with Meta kernels): CUDA graphs capture them and torch.compile
+traces them.
+"""
+from typing import Optional
+
+import torch
+
+from . import _C  # noqa: F401  (registers torch.ops.pagedattn)
+from . import ops
+
+__all__ = ["decode", "ops"]
+
+# The overload itself, not the packet torch.ops.pagedattn.decode: a call skips the packet's overload
+# resolution (part of the op's host overhead).
+_decode_op = torch.ops.pagedattn.decode.default
+
+
+def decode(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    *,
+    scale: Optional[float] = None,
+    max_seq_len: Optional[int] = None,
+    alibi_slopes: Optional[torch.Tensor] = None,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Decode attention of one new token per sequence over its cached keys and values.
+
+    query: [num_seqs, num_heads, head_size] (float16, bfloat16 or float32; may be a strided view, e.g. of
+    a fused qkv tensor). key_cache: [num_blocks, num_kv_heads, head_size / x, block_size, x] with x
+    elements in 16 bytes; value_cache: [num_blocks, num_kv_heads, head_size, block_size] (vLLM's layout,
+    the query's dtype). block_tables: int32 [num_seqs, max_blocks_per_seq]; seq_lens: int32 [num_seqs].
+
+    scale: defaults to head_size ** -0.5. max_seq_len: a host-side upper bound of seq_lens; it defaults to
+    what the block tables can hold (max_blocks_per_seq * block_size), so that nothing reads seq_lens on
+    the host. alibi_slopes: float32 [num_heads] or None. out: written in place and returned (a new tensor
+    like query when None). Raises ValueError naming the argument on bad input.
+    """
+    if max_seq_len is None:
+        if key_cache.dim() != 5 or block_tables.dim() != 2:
+            raise ValueError("pagedattn: key_cache must be [num_blocks, num_kv_heads, head_size / x, block_size, x] and "
+                             f"block_tables [num_seqs, max_blocks_per_seq], got {tuple(key_cache.shape)} and "
+                             f"{tuple(block_tables.shape)}")
+        max_seq_len = block_tables.shape[1] * key_cache.shape[3]
+    if scale is None:  # a query that is not [num_seqs, num_heads, head_size > 0] is the op's to name
+        scale = query.shape[-1] ** -0.5 if query.dim() == 3 and query.shape[-1] > 0 else 1.0
+    if out is None:
+        out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
+    _decode_op(out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len), alibi_slopes)
+    return out

@@ -1,0 +1,91 @@
+"""vLLM 0.6.x's paged-attention entry points, with its exact argument lists and semantics.
+
+Replace ``from vllm import _custom_ops as ops`` by ``from pagedattn import ops`` in
+``vllm/attention/ops/paged_attn.py`` (python/README.md shows the patch). This module defines
+``paged_attention_v1`` and ``paged_attention_v2``; every other name (``reshape_and_cache``,
+``copy_blocks``, ``swap_blocks``, ...) is vLLM's own, forwarded from ``vllm._custom_ops``, so the file's
+other uses of ``ops`` keep working. Both functions write ``out``:
+
+- ``exp_sum``, ``max_logits`` and ``tmp_out`` (v2) are vLLM's workspace for its own kernel. pagedattn
+  accepts them and does not use them: it takes its own temporary storage from PyTorch's caching
+  allocator. v1 and v2 compute the same thing with the same kernel.
+- ``kv_cache_dtype`` must be "auto" and ``k_scale``/``v_scale`` 1.0 (fp8 caches are not supported
+  yet), and block-sparse attention (``blocksparse_vert_stride > 1``) is not supported: each raises
+  ValueError. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by block-sparse
+  attention, so they are accepted and not used.
+- ``max_seq_len`` is the host-side int vLLM passes: an upper bound of ``seq_lens``.
+"""
+from typing import Optional
+
+import torch
+
+__all__ = ["paged_attention_v1", "paged_attention_v2"]
+
+
+def __getattr__(name):
+    """Any other name is vLLM's (``vllm._custom_ops``): the module stands in for it as a whole."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        import vllm._custom_ops as vllm_ops
+    except ImportError as e:
+        raise AttributeError(f"pagedattn.ops has no {name!r}; other names come from vllm._custom_ops, which is not "
+                             f"importable ({e})") from e
+    return getattr(vllm_ops, name)
+
+
+def paged_attention_v1(
+    out: torch.Tensor,
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    num_kv_heads: int,
+    scale: float,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_size: int,
+    max_seq_len: int,
+    alibi_slopes: Optional[torch.Tensor],
+    kv_cache_dtype: str,
+    k_scale: float,
+    v_scale: float,
+    tp_rank: int = 0,
+    blocksparse_local_blocks: int = 0,
+    blocksparse_vert_stride: int = 0,
+    blocksparse_block_size: int = 64,
+    blocksparse_head_sliding_step: int = 0,
+) -> None:
+    torch.ops.pagedattn.paged_attention_v1.default(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+                                                   block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
+                                                   tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+                                                   blocksparse_head_sliding_step)
+
+
+def paged_attention_v2(
+    out: torch.Tensor,
+    exp_sum: torch.Tensor,
+    max_logits: torch.Tensor,
+    tmp_out: torch.Tensor,
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    num_kv_heads: int,
+    scale: float,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_size: int,
+    max_seq_len: int,
+    alibi_slopes: Optional[torch.Tensor],
+    kv_cache_dtype: str,
+    k_scale: float,
+    v_scale: float,
+    tp_rank: int = 0,
+    blocksparse_local_blocks: int = 0,
+    blocksparse_vert_stride: int = 0,
+    blocksparse_block_size: int = 64,
+    blocksparse_head_sliding_step: int = 0,
+) -> None:
+    torch.ops.pagedattn.paged_attention_v2.default(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
+                                                   block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+                                                   float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
+                                                   blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)

@@ -1,0 +1,222 @@
+"""pagedattn's PyTorch operators against the torch reference; vLLM's signatures; CUDA graphs, torch.compile,
+strided queries and every bad input. Needs a CUDA device and the built package (skipped otherwise)."""
+import inspect
+import json
+import math
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from paged_problem import Problem, relative_error, tolerance
+
+try:
+    import pagedattn
+except ImportError:  # no CUDA build here: conftest skips every test
+    pagedattn = None
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
+def run_decode(p, **kwargs):
+    return pagedattn.decode(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens,
+                            alibi_slopes=p.alibi_slopes, max_seq_len=p.max_seq_len, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("head_size", [64, 80, 96, 112, 128, 192, 256])
+def test_head_sizes_and_dtypes(dtype, head_size):
+    p = Problem([1, 17, 300, 1000], 8, 2, head_size, dtype=dtype, seed=head_size)
+    assert relative_error(run_decode(p), p.reference()) < tolerance(dtype)
+
+
+@pytest.mark.parametrize("block_size", [8, 16, 32])
+@pytest.mark.parametrize("heads", [(4, 4), (24, 4), (32, 4), (32, 2)])  # GQA 1, 6, 8, 16
+@pytest.mark.parametrize("alibi", [False, True])
+def test_block_sizes_gqa_alibi(block_size, heads, alibi):
+    num_heads, num_kv_heads = heads
+    p = Problem([5, 0, 513, 2049, 33], num_heads, num_kv_heads, 128, block_size=block_size, alibi=alibi, seed=block_size)
+    assert relative_error(run_decode(p), p.reference()) < tolerance(torch.float16)
+
+
+def test_long_and_mixed_batches():
+    p = Problem([100000], 24, 4, 256, seed=1)
+    assert relative_error(run_decode(p), p.reference()) < tolerance(torch.float16)
+    p = Problem([1, 100000, 7, 4096, 0, 65], 24, 4, 256, seed=2)
+    assert relative_error(run_decode(p), p.reference()) < tolerance(torch.float16)
+
+
+def test_vllm_v1_and_v2_signatures_and_results():
+    names_v2 = ["out", "exp_sum", "max_logits", "tmp_out", "query", "key_cache", "value_cache", "num_kv_heads", "scale",
+                "block_tables", "seq_lens", "block_size", "max_seq_len", "alibi_slopes", "kv_cache_dtype", "k_scale", "v_scale",
+                "tp_rank", "blocksparse_local_blocks", "blocksparse_vert_stride", "blocksparse_block_size",
+                "blocksparse_head_sliding_step"]
+    assert list(inspect.signature(pagedattn.ops.paged_attention_v2).parameters) == names_v2
+    names_v1 = [n for n in names_v2 if n not in ("exp_sum", "max_logits", "tmp_out")]
+    assert list(inspect.signature(pagedattn.ops.paged_attention_v1).parameters) == names_v1
+
+    p = Problem([3000, 1, 700], 24, 4, 128, seed=3)
+    out1, out2 = torch.empty_like(p.query), torch.empty_like(p.query)
+    args = (p.query, p.key_cache, p.value_cache, 4, p.scale, p.block_tables, p.seq_lens, 16, 3000, None, "auto", 1.0, 1.0)
+    pagedattn.ops.paged_attention_v1(out1, *args)
+    parts = -(-3000 // 512)
+    exp_sums = torch.empty(3, 24, parts, dtype=torch.float32, device="cuda")
+    tmp = torch.empty(3, 24, parts, 128, dtype=p.dtype, device="cuda")
+    pagedattn.ops.paged_attention_v2(out2, exp_sums, exp_sums.clone(), tmp, *args)
+    assert torch.equal(out1, out2)
+    assert relative_error(out1, p.reference()) < tolerance(p.dtype)
+
+
+def test_strided_query_view_of_fused_qkv():
+    p = Problem([1000, 17], 24, 4, 128, seed=4)
+    qkv = torch.randn(2, (24 + 2 * 4) * 128, dtype=p.dtype, device="cuda")
+    query = qkv[:, : 24 * 128].view(2, 24, 128)
+    query.copy_(p.query)
+    assert not query.is_contiguous()
+    out = pagedattn.decode(query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, max_seq_len=p.max_seq_len)
+    assert torch.equal(out, run_decode(p))
+
+
+def test_cuda_graph_replay_with_seq_lens_and_block_tables_rewritten():
+    p = Problem([50000, 50000, 50000], 24, 4, 256, seed=5, max_blocks_per_seq=65536 // 16)
+    stream = torch.cuda.Stream()
+    out = torch.empty_like(p.query)
+    with torch.cuda.stream(stream):
+        run_decode(p, out=out)  # warm up outside the capture
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        pagedattn.decode(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, max_seq_len=65536, out=out)
+    permuted = p.block_tables[[2, 0, 1]].clone()
+    for lens, tables in [([1000, 1000, 1000], p.block_tables.clone()), ([50000, 17, 0], p.block_tables.clone()),
+                         ([17, 50000, 3], permuted)]:
+        p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+        p.block_tables.copy_(tables)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = pagedattn.decode(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, max_seq_len=65536)
+        assert torch.equal(out, eager)
+        assert relative_error(out, p.reference(lens=lens)) < tolerance(p.dtype)
+
+
+def test_torch_compile_without_graph_breaks():
+    p = Problem([100, 2000], 24, 4, 128, seed=6)
+
+    def step(query, key_cache, value_cache, block_tables, seq_lens):
+        return pagedattn.decode(query * 1.0, key_cache, value_cache, block_tables, seq_lens, max_seq_len=2000) + 0.0
+
+    compiled = torch.compile(step, fullgraph=True)
+    out = compiled(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)
+    assert torch.equal(out, run_decode(p))
+
+
+def test_meta_tensors_trace():
+    p = Problem([10], 8, 2, 128, seed=7)
+    meta = [t.to("meta") for t in (p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)]
+    out = pagedattn.decode(*meta, max_seq_len=10)
+    assert out.device.type == "meta" and out.shape == p.query.shape
+
+
+def bad_cases():
+    """(argument named in the message, keyword overrides of decode's inputs for a Problem p)."""
+    def key_cache_4d(p):
+        x = p.key_cache
+        return dict(key_cache=x.reshape(x.shape[0], x.shape[1], -1, x.shape[3]))
+
+    return [
+        ("query", lambda p: dict(query=p.query.cpu())),
+        ("query", lambda p: dict(query=p.query.to(torch.float64))),
+        ("out", lambda p: dict(out=torch.empty(1, 1, 1, dtype=p.dtype, device="cuda"))),
+        ("out", lambda p: dict(out=torch.empty_like(p.query, dtype=torch.float32))),
+        ("key_cache", key_cache_4d),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.to(torch.float32))),
+        ("value_cache", lambda p: dict(value_cache=p.value_cache[:, :, :64])),
+        ("block_tables", lambda p: dict(block_tables=p.block_tables.long())),
+        ("block_tables", lambda p: dict(block_tables=p.block_tables[:1])),
+        ("seq_lens", lambda p: dict(seq_lens=p.seq_lens.long())),
+        ("seq_lens", lambda p: dict(seq_lens=p.seq_lens[:1])),
+        ("alibi_slopes", lambda p: dict(alibi_slopes=torch.zeros(3, device="cuda"))),
+        ("max_seq_len", lambda p: dict(max_seq_len=10 ** 7)),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache[0, 0, 0, 0])),  # 1-D, with max_seq_len given
+        ("query", lambda p: dict(query=p.query[0])),  # 2-D
+    ]
+
+
+def run_bad_cases(cases):
+    """In a child process (bad_input_outcomes): each case's outcome on one line, flushed before the next
+    case starts, so that a crash names its case and spares the others' results."""
+    for case in cases:
+        print(f"start {case}", flush=True)
+        try:
+            p = Problem([40, 7], 8, 2, 128, seed=8)
+            kwargs = dict(query=p.query, key_cache=p.key_cache, value_cache=p.value_cache, block_tables=p.block_tables,
+                          seq_lens=p.seq_lens, max_seq_len=40, alibi_slopes=None, out=None)
+            kwargs.update(bad_cases()[case][1](p))
+            pagedattn.decode(kwargs.pop("query"), kwargs.pop("key_cache"), kwargs.pop("value_cache"), kwargs.pop("block_tables"),
+                             kwargs.pop("seq_lens"), **kwargs)
+            torch.cuda.synchronize()
+            outcome = "no exception"
+        except Exception as e:  # noqa: BLE001  (the parent judges the type and the message)
+            outcome = f"{type(e).__name__}: {e}"
+        print(f"done {case} {json.dumps(outcome)}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def bad_input_outcomes():
+    """Every bad case's outcome, run in child processes: a case that crashes the process is reported as
+    such, and the cases after it run in a fresh child."""
+    outcomes, remaining = {}, list(range(len(bad_cases())))
+    child = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); import test_ops; "
+             "test_ops.run_bad_cases(json.loads(sys.argv[2]))")
+    path = json.dumps([str(pathlib.Path(__file__).resolve().parent)] + [p for p in sys.path if p])
+    while remaining:
+        try:
+            proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", child, path, json.dumps(remaining)],
+                                  capture_output=True, text=True, timeout=240)
+            stdout, stderr, status = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            stdout, stderr, status = e.stdout or "", e.stderr or "", "timeout"
+            stdout, stderr = (x.decode() if isinstance(x, bytes) else x for x in (stdout, stderr))
+        started = None
+        for line in stdout.splitlines():
+            if line.startswith("start "):
+                started = int(line.split()[1])
+            elif line.startswith("done "):
+                _, case, outcome = line.split(" ", 2)
+                outcomes[int(case)] = json.loads(outcome)
+                started = None
+        if started is not None:
+            outcomes[started] = f"CRASHED the process (status {status}): {stderr[-3000:]}"
+        if started is None or status == "timeout":  # the child ended between cases, or hung: the rest did not run
+            for case in remaining:
+                outcomes.setdefault(case, f"not run: the child ended (status {status}): {stderr[-3000:]}")
+        remaining = [case for case in remaining if case not in outcomes]
+    return outcomes
+
+
+@pytest.mark.parametrize("case", range(len(bad_cases())))
+def test_bad_input_names_the_argument(case, bad_input_outcomes):
+    name = bad_cases()[case][0]
+    outcome = bad_input_outcomes[case]
+    assert outcome.startswith("ValueError: ") and re.search(name, outcome), f"case {case} ({name}): {outcome}"
+
+
+@pytest.mark.parametrize("name,value", [("kv_cache_dtype", "fp8"), ("k_scale", 0.5), ("blocksparse_vert_stride", 4),
+                                        ("num_kv_heads", 3), ("block_size", 32)])
+def test_vllm_options_pagedattn_lacks_raise(name, value):
+    p = Problem([40], 8, 2, 128, seed=9)
+    kwargs = dict(num_kv_heads=2, scale=p.scale, block_tables=p.block_tables, seq_lens=p.seq_lens, block_size=16, max_seq_len=40,
+                  alibi_slopes=None, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0)
+    kwargs[name] = value
+    with pytest.raises(ValueError, match=name):
+        pagedattn.ops.paged_attention_v1(torch.empty_like(p.query), p.query, p.key_cache, p.value_cache, **kwargs)
+
+
+def test_unsupported_head_size_is_named():
+    p = Problem([40], 8, 2, 32, seed=10)  # head size 32: not instantiated
+    with pytest.raises(ValueError, match="head_size"):
+        run_decode(p)
