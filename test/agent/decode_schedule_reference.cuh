@@ -15,6 +15,18 @@ struct HostPlan {
   std::size_t groups = 0; ///< group slots used
 };
 
+/// The host's partition size for `segments` segments of max_seq_len tokens (what make_plan passes to
+/// schedule_capacity and to the device as host_tokens).
+struct UniformItems {
+  std::uint64_t segments;
+  int length;
+  PAGEDATTN_HOST_DEVICE std::uint64_t operator()(int t) const { return segments * static_cast<std::uint64_t>(pagedattn::items_of(length, t)); }
+};
+inline int host_tokens(const pagedattn::ScheduleModel& m, std::size_t segments, int max_seq_len, int fixed_tokens)
+{
+  return fixed_tokens > 0 ? fixed_tokens : pagedattn::choose_partition_tokens(m, max_seq_len, UniformItems{segments, max_seq_len});
+}
+
 /// lens: the sequences' lengths as the device reads them (any int); fixed_tokens > 0: the caller's size.
 inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq, int max_seq_len, long long table_tokens,
                              const pagedattn::ScheduleModel& m, const pagedattn::ScheduleCapacity& capacity, int fixed_tokens,

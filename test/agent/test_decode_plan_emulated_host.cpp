@@ -33,16 +33,18 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   {
     for (int& len : lens) { len = rng() % 8 == 0 ? max_seq_len : 100; }
   }
+  if (trial % 7 == 5) { lens.assign(lens.size(), max_seq_len); } // uniform at the bound: the fast path
   INFO("trial " << trial << ", " << BlockThreads << " threads, " << lens.size() << " sequences under " << max_seq_len);
   const ScheduleModel model{264, 64, trial % 6 == 5 ? 2048 : 4096};
   const std::size_t segments = lens.size() * segments_per_seq;
-  const auto capacity = schedule_capacity(model, segments, max_seq_len, fixed, model.max_partition_tokens, partition_group_size);
+  const int host = test::host_tokens(model, segments, max_seq_len, fixed); // as make_plan
+  const auto capacity = schedule_capacity(model, segments, max_seq_len, fixed, host, partition_group_size);
   const auto expected = test::plan_on_host(lens, segments_per_seq, max_seq_len, max_seq_len, model, capacity, fixed, partition_group_size);
 
   const PlannedItem poison{-7, -7, -7, -7, -7, {-7, -7, -7}};
   std::vector<PlannedItem> items(capacity.items, poison), strided(capacity.items, poison);
   PlannedLaunch launch{-1, -1, -1, -1};
-  const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, capacity.items, fixed};
+  const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, capacity.items, fixed, host};
   using Plan = AgentDecodePlan<BlockThreads>;
   static typename Plan::TempStorage temp; // the block's static shared memory
   static typename Plan::CursorState cursor;

@@ -32,6 +32,7 @@ public:
     unsigned long long cost[max_candidates];
     int tokens[max_candidates];
     int longest;
+    int off_bound; ///< some length differs from max_seq_len
   };
   /// Shared memory the caller may reuse between calls (it aliases it with the fold's): after that, Reload()
   /// before the next ItemAt().
@@ -43,6 +44,7 @@ public:
   };
   /// Kept for the block's whole run: where the cursor's chunk is.
   struct CursorState {
+    bool uniform;                  ///< every length is max_seq_len: items by arithmetic, no chunks
     int base;                      ///< the chunk's first sequence
     int count;                     ///< its sequences
     long long first_item;          ///< items of the sequences before the chunk
@@ -57,9 +59,14 @@ public:
   PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch()
   {
     ChoiceStorage& choice = temp_.choice;
-    if (threadIdx.x == 0) { choice.longest = 0; }
+    if (threadIdx.x == 0)
+    {
+      choice.longest = 0;
+      choice.off_bound = 0;
+    }
     __syncthreads();
     int longest = 0;
+    bool off_bound = false;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
       const int len = p_.seq_lens[i];
@@ -69,10 +76,13 @@ public:
         choice.lens[i] = valid_len(len);
       }
       longest = max_int(longest, valid_len(len));
+      off_bound = off_bound || len != p_.max_seq_len;
     }
     atomicMax(&choice.longest, longest);
+    if (off_bound) { atomicMax(&choice.off_bound, 1); }
     __syncthreads();
     longest = choice.longest;
+    if (!choice.off_bound) { return UniformLaunch(); } // (the whole block takes the same branch)
 
     // Each candidate's items: thread (lane, c) sums items_of over every lanes-th length of each chunk.
     const int top = p_.fixed_tokens > 0 ? p_.fixed_tokens : longest_candidate(longest, p_.model);
@@ -138,11 +148,39 @@ public:
     return PlannedLaunch{tokens_, static_cast<int>(total), partitions_of(longest, tokens_), 0};
   }
 
+  /// Every length is max_seq_len (a valid length: the host checked the bound against the block tables). The
+  /// model over these lengths is the host's own computation, and the host's choice fits the storage
+  /// (schedule_capacity admits it), so the general path would choose it too: the plan needs no candidates
+  /// and no scans, and item i is the host's item i.
+  PAGEDATTN_DEVICE PlannedLaunch UniformLaunch()
+  {
+    tokens_ = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
+    const int per_seq = p_.segments_per_seq * items_of(p_.max_seq_len, tokens_);
+    if (threadIdx.x == 0)
+    {
+      state_.uniform = true;
+      state_.base = 0;
+      state_.count = 0;
+      state_.first_item = 0;
+      state_.first_group = 0;
+    }
+    __syncthreads(); // every thread has read the choice (and the state is set) before the storage is reused
+    return PlannedLaunch{tokens_, p_.num_seqs * per_seq, partitions_of(p_.max_seq_len, tokens_), 0};
+  }
+
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
   /// one given to the constructor). Every thread of the block calls it with the same index, and a block's
   /// indices never decrease; every thread gets the item. The temporary storage is free on return.
   PAGEDATTN_DEVICE PlannedItem ItemAt(unsigned long long index)
   {
+    if (state_.uniform)
+    {
+      const SequenceSchedule s = schedule_sequence(p_.max_seq_len, true, tokens_, partition_group_size);
+      const int per_seq = p_.segments_per_seq * s.items_per_seg;
+      const int seq = static_cast<int>(index / static_cast<unsigned long long>(per_seq));
+      const int offset = static_cast<int>(index % static_cast<unsigned long long>(per_seq));
+      return planned_item(seq, p_.segments_per_seq, s, offset, seq * p_.segments_per_seq * s.groups_per_seg, p_.max_seq_len);
+    }
     while (static_cast<unsigned long long>(state_.first_item) + ChunkItems() <= index && state_.base < p_.num_seqs)
     {
       NextChunk();
@@ -167,7 +205,10 @@ public:
   }
 
   /// The cursor's chunk again, after the caller has reused the temporary storage.
-  PAGEDATTN_DEVICE void Reload() { LoadChunk(state_.base, state_.first_item, state_.first_group, /*lens_loaded=*/false); }
+  PAGEDATTN_DEVICE void Reload()
+  {
+    if (!state_.uniform) { LoadChunk(state_.base, state_.first_item, state_.first_group, /*lens_loaded=*/false); }
+  }
 
 private:
   TempStorage& temp_;
@@ -239,6 +280,7 @@ private:
     }
     if (threadIdx.x == 0)
     {
+      state_.uniform = false;
       state_.base = base;
       state_.count = n > 0 ? n : 0;
       state_.first_item = first_item;

@@ -160,6 +160,7 @@ struct DecodePlanParams {
   ScheduleModel model;              ///< max_partition_tokens <= 128 * 32 (AgentDecodePlan's candidates)
   unsigned long long capacity_items; ///< the temporary storage's partial slots (schedule_capacity)
   int fixed_tokens;                 ///< > 0: the caller's partition size
+  int host_tokens;                  ///< the host's choice at max_seq_len: the plan of a batch whose every length is max_seq_len
 };
 
 /// The host's bound on what a planned launch may need.

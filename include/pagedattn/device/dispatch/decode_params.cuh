@@ -44,7 +44,8 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
                              static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
                              plan.model,
                              plan.capacity.items,
-                             a.partition_tokens};
+                             a.partition_tokens,
+                             plan.host_tokens};
   p.cooperative = plan.cooperative;
   p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
   return p;

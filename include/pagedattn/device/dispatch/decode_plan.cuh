@@ -153,6 +153,7 @@ struct DecodePlan {
   std::size_t num_segments;
   int segments_per_seq;      ///< num_kv_heads x head_parts
   ScheduleModel model;       ///< what the device evaluates
+  int host_tokens;           ///< the model's choice for a batch of max_seq_len sequences (the device's uniform fast path)
   ScheduleCapacity capacity; ///< the most items and group slots any batch under the bound is planned with
   int max_partitions_bound;  ///< the most partitions any segment of such a batch can get
   PartitionCombineLayout layout; ///< the combine's storage: capacity.items partials, capacity.groups groups
@@ -171,8 +172,8 @@ DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
   plan.segments_per_seq = a.num_kv_heads * plan.head_split.head_parts;
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * plan.segments_per_seq;
   plan.model = schedule_model<Policy>(a, sm_count);
-  const int host_choice = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
-  plan.capacity = schedule_capacity(plan.model, plan.num_segments, a.max_seq_len, a.partition_tokens, host_choice, partition_group_size);
+  plan.host_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
+  plan.capacity = schedule_capacity(plan.model, plan.num_segments, a.max_seq_len, a.partition_tokens, plan.host_tokens, partition_group_size);
   plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
   plan.temp_bytes = plan.layout.total_bytes;
   // A segment's partitions: at most those of max_seq_len at the smallest size the device may choose, and
