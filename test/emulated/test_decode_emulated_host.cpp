@@ -26,6 +26,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -167,8 +168,11 @@ struct RunResult {
 
 /// Plan on the host as dispatch_paged_attention does, then the init pass and the decode (whose blocks plan
 /// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
+/// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
+/// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
 template <class Policy, int HeadDim = 64>
-RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0)
+RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0,
+                       bool persistent = true)
 {
   const Shape& s = prob.shape;
   std::vector<float> output(prob.query.size(), std::numeric_limits<float>::quiet_NaN());
@@ -206,7 +210,8 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   auto run = [&](auto kernel_tag) {
     using Kernel = decltype(kernel_tag);
     static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
-    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false, /*persistent=*/true);
+    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false, persistent);
+    REQUIRE(plan.init_pass); // no cooperative launch here: the look-back words always come from the init pass
     // The init pass, as launch_decode runs it before a launch that may combine by look-back.
     emu::LaunchConfig init_launch{1, 256, 0};
     init_launch.chaos_seed = chaos_seed;
@@ -231,17 +236,23 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     }
     emu::LaunchConfig decode_launch{static_cast<unsigned>(plan.grid), Kernel::block_threads, Kernel::smem_bytes};
     decode_launch.chaos_seed = chaos_seed + 1;
+    if (!persistent) { decode_launch.resident_blocks = static_cast<unsigned>(grid_blocks); }
     emu::launch_kernel(decode_launch, Kernel::function(), params);
     emu::after_atomic_add = nullptr;
     result.launch = reference.launch;
   };
   using Chain = SinglePolicyChain<Policy>;
-  switch (plan.head_split.max_heads)
-  {
-  case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy, true>{}); break;
-  case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy, true>{}); break;
-  default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy, true>{}); break;
-  }
+  auto run_heads = [&](auto persistent_tag) {
+    constexpr bool P = decltype(persistent_tag)::value;
+    switch (plan.head_split.max_heads)
+    {
+    case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy, P>{}); break;
+    case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy, P>{}); break;
+    default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy, P>{}); break;
+    }
+  };
+  if (persistent) { run_heads(std::true_type{}); }
+  else { run_heads(std::false_type{}); }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output = std::move(output);
   result.errors = error_count;
@@ -302,6 +313,29 @@ TEST_CASE("decode, emulated on the host: planning pass + persistent CUDA-core de
   // Bitwise reproducible whatever the grid (the same fixed partition size: the same fold tree).
   const RunResult other = run_emulated<EmulatedPolicy>(prob, grid_blocks == 2 ? 3 : 1, 2);
   REQUIRE(std::memcmp(other.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",
+          "[decode][emulated][host]")
+{
+  const int partition_tokens = GENERATE(0, 64);
+  const int resident = GENERATE(2, 3);
+  INFO("partition_tokens " << partition_tokens << " (0: automatic), resident blocks " << resident);
+  // Every length max_seq_len: the fast path (its tickets drawn with the check); then one length shorter:
+  // the general path, whose first ticket is the one drawn with the check.
+  for (const std::vector<int>& lens : {std::vector<int>{300, 300, 300}, std::vector<int>{300, 299, 300}, std::vector<int>{300, 0, 17}})
+  {
+    INFO("lengths " << lens[0] << ", " << lens[1] << ", " << lens[2]);
+    Shape shape{lens};
+    shape.partition_tokens = partition_tokens;
+    const Problem prob(shape, 20261202 + partition_tokens + resident);
+    const RunResult plain = run_emulated<EmulatedPolicy>(prob, resident, /*sm_count=*/2, 0, 0, /*persistent=*/false);
+    REQUIRE(plain.errors == 0u);
+    REQUIRE(relative_error(prob, plain.output) < 1e-4);
+    // The persistent launch plans the same way (the uniform batch by UniformLaunch): the same bits.
+    const RunResult persistent = run_emulated<EmulatedPolicy>(prob, resident, 2);
+    REQUIRE(std::memcmp(persistent.output.data(), plain.output.data(), plain.output.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("decode, emulated on the host: head 128, block sizes 8 and 32, GQA 12 in two head parts, invalid device data",

@@ -190,6 +190,7 @@ inline int __syncthreads_or(int predicate)
   b.barrier.arrive_and_wait();
   return result;
 }
+inline int __syncthreads_and(int predicate) { return !__syncthreads_or(!predicate); }
 inline void __syncwarp(emu::lane_mask_t = ~emu::lane_mask_t{0}) { emu::this_warp->barrier.arrive_and_wait(); }
 inline void __threadfence()
 {

@@ -154,8 +154,8 @@ public:
   /// and no scans, and item i is the host's item i.
   PAGEDATTN_DEVICE PlannedLaunch UniformLaunch()
   {
-    tokens_ = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
-    const int per_seq = p_.segments_per_seq * items_of(p_.max_seq_len, tokens_);
+    const PlannedLaunch launch = UniformLaunchOf();
+    tokens_ = launch.partition_tokens;
     if (threadIdx.x == 0)
     {
       state_.uniform = true;
@@ -165,7 +165,27 @@ public:
       state_.first_group = 0;
     }
     __syncthreads(); // every thread has read the choice (and the state is set) before the storage is reused
-    return PlannedLaunch{tokens_, p_.num_seqs * per_seq, partitions_of(p_.max_seq_len, tokens_), 0};
+    return launch;
+  }
+
+  /// The plan of a batch whose every length is max_seq_len, by arithmetic alone (no shared memory, no
+  /// barrier): what UniformLaunch() returns, for a caller that has not yet read the lengths.
+  PAGEDATTN_DEVICE PlannedLaunch UniformLaunchOf() const
+  {
+    const int t = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
+    const int per_seq = p_.segments_per_seq * items_of(p_.max_seq_len, t);
+    return PlannedLaunch{t, p_.num_seqs * per_seq, partitions_of(p_.max_seq_len, t), 0};
+  }
+
+  /// Item `index` of UniformLaunchOf()'s plan (what ItemAt() returns after UniformLaunch()).
+  PAGEDATTN_DEVICE PlannedItem UniformItemAt(unsigned long long index) const
+  {
+    const int t = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
+    const SequenceSchedule s = schedule_sequence(p_.max_seq_len, true, t, partition_group_size);
+    const int per_seq = p_.segments_per_seq * s.items_per_seg;
+    const int seq = static_cast<int>(index / static_cast<unsigned long long>(per_seq));
+    const int offset = static_cast<int>(index % static_cast<unsigned long long>(per_seq));
+    return planned_item(seq, p_.segments_per_seq, s, offset, seq * p_.segments_per_seq * s.groups_per_seg, p_.max_seq_len);
   }
 
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
@@ -173,14 +193,7 @@ public:
   /// indices never decrease; every thread gets the item. The temporary storage is free on return.
   PAGEDATTN_DEVICE PlannedItem ItemAt(unsigned long long index)
   {
-    if (state_.uniform)
-    {
-      const SequenceSchedule s = schedule_sequence(p_.max_seq_len, true, tokens_, partition_group_size);
-      const int per_seq = p_.segments_per_seq * s.items_per_seg;
-      const int seq = static_cast<int>(index / static_cast<unsigned long long>(per_seq));
-      const int offset = static_cast<int>(index % static_cast<unsigned long long>(per_seq));
-      return planned_item(seq, p_.segments_per_seq, s, offset, seq * p_.segments_per_seq * s.groups_per_seg, p_.max_seq_len);
-    }
+    if (state_.uniform) { return UniformItemAt(index); }
     while (static_cast<unsigned long long>(state_.first_item) + ChunkItems() <= index && state_.base < p_.num_seqs)
     {
       NextChunk();

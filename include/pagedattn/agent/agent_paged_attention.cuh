@@ -108,6 +108,10 @@ public:
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
     Plan plan(temp_.plan(), temp_.cursor, p_.plan);
+    if constexpr (!Persistent)
+    {
+      if (RunIfUniform(plan)) { return; }
+    }
     const PlannedLaunch launch = plan.ChooseLaunch();
     if constexpr (one_wave_capable)
     {
@@ -123,7 +127,7 @@ public:
     bool first = true;
     do
     {
-      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      if (threadIdx.x == 0 && !(first && ticket_drawn_)) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
       __syncthreads();
       const unsigned ticket = temp_.ticket;
       __syncthreads(); // every thread has the ticket before thread 0 draws the next
@@ -137,9 +141,51 @@ public:
   }
 
 private:
+  /// A plain launch whose every length is max_seq_len (the batch the host planned for: its partition size,
+  /// its grid, its one-wave decision) runs the host's plan with no planning at all: the block reads the
+  /// lengths while it prefetches its item's block ids, and one barrier says whether every length is the
+  /// bound. Returns false, having touched only the fold's block-id staging, for any other batch.
+  PAGEDATTN_DEVICE bool RunIfUniform(Plan& plan)
+  {
+    const DecodePlanParams& q = p_.plan;
+    const PlannedLaunch launch = plan.UniformLaunchOf();
+    const bool one_wave = one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
+                          launch.max_partitions <= one_wave_max_partitions;
+    // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
+    const bool speculate = static_cast<int>(blockIdx.x) < launch.total_items;
+    PlannedItem guess{};
+    if (speculate)
+    {
+      guess = plan.UniformItemAt(blockIdx.x);
+      Fold::Prefetch(temp_.phase.fold, p_, guess.segment / q.segments_per_seq, guess.partition * launch.partition_tokens,
+                     launch.partition_tokens);
+    }
+    if (threadIdx.x == 0 && !one_wave) // drawn with the check: the ticket's atomic overlaps the lengths' loads
+    {
+      arch::wait_for_prior_grids();
+      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+    }
+    bool mine = true;
+    for (int i = threadIdx.x; i < q.num_seqs; i += block_threads) { mine = mine && q.seq_lens[i] == q.max_seq_len; }
+    ticket_drawn_ = !one_wave;
+    if (!__syncthreads_and(mine)) { return false; } // the ticket, if drawn, is the general path's first
+    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+    if (one_wave)
+    {
+      if (speculate) { RunItem(guess, blockIdx.x, launch.partition_tokens, true, /*prefetched=*/true); }
+      else { GridBarrier::Sync(); } // every block arrives once
+      return true;
+    }
+    const unsigned ticket = temp_.ticket;
+    if (ticket >= static_cast<unsigned>(launch.total_items)) { return true; }
+    const bool guessed = speculate && ticket == blockIdx.x; // (else the ids are staged again: nobody has read them)
+    RunItem(guessed ? guess : plan.UniformItemAt(ticket), ticket, launch.partition_tokens, false, guessed);
+    return true;
+  }
+
   /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
   /// fold after the grid barrier, which this block reaches exactly once.
-  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave)
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave, bool prefetched = false)
   {
     const int head_part = item.segment % p_.head_parts;
     const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
@@ -147,7 +193,7 @@ private:
     const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
     const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
     const int first_token = item.partition * partition_tokens;
-    Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens);
+    if (!prefetched) { Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); }
     const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
 
     if (item.num_partitions <= 0) // an empty sequence (0) or an invalid length (-1): no cache access
@@ -195,6 +241,7 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
+  bool ticket_drawn_ = false; ///< RunIfUniform drew this block's first ticket (every thread knows)
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
