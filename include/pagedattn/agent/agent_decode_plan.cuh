@@ -183,8 +183,9 @@ public:
     const int t = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
     const SequenceSchedule s = schedule_sequence(p_.max_seq_len, true, t, partition_group_size);
     const int per_seq = p_.segments_per_seq * s.items_per_seg;
-    const int seq = static_cast<int>(index / static_cast<unsigned long long>(per_seq));
-    const int offset = static_cast<int>(index % static_cast<unsigned long long>(per_seq));
+    const unsigned i = static_cast<unsigned>(index); // < the launch's items, which are ints (validate_plan)
+    const int seq = static_cast<int>(i / static_cast<unsigned>(per_seq));
+    const int offset = static_cast<int>(i % static_cast<unsigned>(per_seq));
     return planned_item(seq, p_.segments_per_seq, s, offset, seq * p_.segments_per_seq * s.groups_per_seg, p_.max_seq_len);
   }
 

@@ -110,8 +110,21 @@ public:
     Plan plan(temp_.plan(), temp_.cursor, p_.plan);
     if constexpr (!Persistent)
     {
-      if (RunIfUniform(plan)) { return; }
+      // One call of RunItem, whatever the path: the fold is inlined once (each copy is tens of KB of code).
+      const Assignment a = AssignPlain(plan);
+      if (a.kind == Assignment::fold) { RunItem(a.item, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if constexpr (one_wave_capable)
+      {
+        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
+      }
     }
+    else { RunPersistent(plan); }
+  }
+
+private:
+  /// A persistent launch (a graph's): the blocks draw tickets until the items run out.
+  PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
+  {
     const PlannedLaunch launch = plan.ChooseLaunch();
     if constexpr (one_wave_capable)
     {
@@ -124,63 +137,93 @@ public:
       }
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
-    bool first = true;
-    do
+    for (bool first = true;; first = false)
     {
-      if (threadIdx.x == 0 && !(first && ticket_drawn_)) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
       __syncthreads();
       const unsigned ticket = temp_.ticket;
       __syncthreads(); // every thread has the ticket before thread 0 draws the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (!first) { plan.Reload(); } // the fold has reused the plan's shared memory
-      first = false;
       RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
-      if constexpr (Persistent) { __syncthreads(); } // the storage is free for the next item
-    } while (Persistent);
+      __syncthreads(); // the storage is free for the next item
+    }
   }
 
-private:
-  /// A plain launch whose every length is max_seq_len (the batch the host planned for: its partition size,
-  /// its grid, its one-wave decision) runs the host's plan with no planning at all: the block reads the
-  /// lengths while it prefetches its item's block ids, and one barrier says whether every length is the
-  /// bound. Returns false, having touched only the fold's block-id staging, for any other batch.
-  PAGEDATTN_DEVICE bool RunIfUniform(Plan& plan)
+  /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
+  /// with fewer items than blocks), or nothing.
+  struct Assignment {
+    enum Kind { none, fold, barrier_only } kind;
+    PlannedItem item;
+    unsigned index;
+    int partition_tokens;
+    bool one_wave, prefetched;
+  };
+
+  /// A plain launch: a block per item of the bound. A batch whose every length is max_seq_len (the batch
+  /// the host planned for: its partition size, its grid, its one-wave decision) takes the host's plan with
+  /// no planning at all: the block reads the lengths while it prefetches its item's block ids and draws its
+  /// ticket, and one barrier says whether every length is the bound. Any other batch is planned
+  /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
+  /// without a block).
+  PAGEDATTN_DEVICE Assignment AssignPlain(Plan& plan)
   {
     const DecodePlanParams& q = p_.plan;
-    const PlannedLaunch launch = plan.UniformLaunchOf();
-    const bool one_wave = one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
-                          launch.max_partitions <= one_wave_max_partitions;
+    // The lengths first: their round trip overlaps everything up to the check.
+    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    const PlannedLaunch uniform = plan.UniformLaunchOf();
+    const bool uniform_one_wave = one_wave_capable && p_.cooperative && uniform.total_items <= static_cast<int>(gridDim.x) &&
+                                  uniform.max_partitions <= one_wave_max_partitions;
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
-    const bool speculate = static_cast<int>(blockIdx.x) < launch.total_items;
+    const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
     PlannedItem guess{};
     if (speculate)
     {
       guess = plan.UniformItemAt(blockIdx.x);
-      Fold::Prefetch(temp_.phase.fold, p_, guess.segment / q.segments_per_seq, guess.partition * launch.partition_tokens,
-                     launch.partition_tokens);
+      Fold::Prefetch(temp_.phase.fold, p_, guess.segment / q.segments_per_seq, guess.partition * uniform.partition_tokens,
+                     uniform.partition_tokens);
     }
-    if (threadIdx.x == 0 && !one_wave) // drawn with the check: the ticket's atomic overlaps the lengths' loads
+    const bool drew_ticket = !uniform_one_wave;
+    if (threadIdx.x == 0 && drew_ticket) // with the check: the ticket's atomic overlaps the lengths' loads
     {
       arch::wait_for_prior_grids();
       temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
     }
-    bool mine = true;
-    for (int i = threadIdx.x; i < q.num_seqs; i += block_threads) { mine = mine && q.seq_lens[i] == q.max_seq_len; }
-    ticket_drawn_ = !one_wave;
-    if (!__syncthreads_and(mine)) { return false; } // the ticket, if drawn, is the general path's first
-    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-    if (one_wave)
+    bool mine = first_len == q.max_seq_len;
+    for (int i = threadIdx.x + block_threads; i < q.num_seqs; i += block_threads) { mine &= q.seq_lens[i] == q.max_seq_len; }
+    if (__syncthreads_and(mine))
     {
-      if (speculate) { RunItem(guess, blockIdx.x, launch.partition_tokens, true, /*prefetched=*/true); }
-      else { GridBarrier::Sync(); } // every block arrives once
-      return true;
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (uniform_one_wave)
+      {
+        if (!speculate) { return {Assignment::barrier_only, {}, 0, 0, false, false}; }
+        return {Assignment::fold, guess, blockIdx.x, uniform.partition_tokens, true, true};
+      }
+      const unsigned ticket = temp_.ticket;
+      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, 0, 0, false, false}; }
+      const bool guessed = speculate && ticket == blockIdx.x; // (else the ids are staged again: nobody has read them)
+      return {Assignment::fold, guessed ? guess : plan.UniformItemAt(ticket), ticket, uniform.partition_tokens, false, guessed};
     }
+
+    const PlannedLaunch launch = plan.ChooseLaunch();
+    if (one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
+        launch.max_partitions <= one_wave_max_partitions)
+    {
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, 0, 0, false, false}; }
+      return {Assignment::fold, plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true, false};
+    }
+    if (threadIdx.x == 0 && !drew_ticket)
+    {
+      arch::wait_for_prior_grids(); // the init pass has zeroed the ticket and the counters
+      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+    }
+    __syncthreads();
     const unsigned ticket = temp_.ticket;
-    if (ticket >= static_cast<unsigned>(launch.total_items)) { return true; }
-    const bool guessed = speculate && ticket == blockIdx.x; // (else the ids are staged again: nobody has read them)
-    RunItem(guessed ? guess : plan.UniformItemAt(ticket), ticket, launch.partition_tokens, false, guessed);
-    return true;
+    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, 0, 0, false, false}; }
+    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+    return {Assignment::fold, plan.ItemAt(ticket), ticket, launch.partition_tokens, false, false};
   }
 
   /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
@@ -241,7 +284,6 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
-  bool ticket_drawn_ = false; ///< RunIfUniform drew this block's first ticket (every thread knows)
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
