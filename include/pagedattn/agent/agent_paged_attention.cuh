@@ -112,7 +112,7 @@ public:
     {
       // One call of RunItem, whatever the path: the fold is inlined once (each copy is tens of KB of code).
       const Assignment a = AssignPlain(plan);
-      if (a.kind == Assignment::fold) { RunItem(a.item, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if (a.kind == Assignment::fold) { RunItem(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (one_wave_capable)
       {
         if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
@@ -151,11 +151,25 @@ private:
     }
   }
 
+  /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by
+  /// runtime values: worked out while the block waits for a load where it can).
+  struct ItemPlace {
+    int seq, kv_head, first_head, heads, first_token;
+  };
+  PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
+  {
+    const int head_part = item.segment % p_.head_parts;
+    const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
+    return {item.segment / (p_.head_parts * p_.num_kv_heads), kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
+            detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), item.partition * partition_tokens};
+  }
+
   /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
   /// with fewer items than blocks), or nothing.
   struct Assignment {
     enum Kind { none, fold, barrier_only } kind;
     PlannedItem item;
+    ItemPlace place;
     unsigned index;
     int partition_tokens;
     bool one_wave, prefetched;
@@ -178,11 +192,12 @@ private:
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
     const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
     PlannedItem guess{};
+    ItemPlace guess_place{};
     if (speculate)
     {
       guess = plan.UniformItemAt(blockIdx.x);
-      Fold::Prefetch(temp_.phase.fold, p_, guess.segment / q.segments_per_seq, guess.partition * uniform.partition_tokens,
-                     uniform.partition_tokens);
+      guess_place = PlaceOf(guess, uniform.partition_tokens);
+      Fold::Prefetch(temp_.phase.fold, p_, guess_place.seq, guess_place.first_token, uniform.partition_tokens);
     }
     const bool drew_ticket = !uniform_one_wave;
     if (threadIdx.x == 0 && drew_ticket) // with the check: the ticket's atomic overlaps the lengths' loads
@@ -197,13 +212,14 @@ private:
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (uniform_one_wave)
       {
-        if (!speculate) { return {Assignment::barrier_only, {}, 0, 0, false, false}; }
-        return {Assignment::fold, guess, blockIdx.x, uniform.partition_tokens, true, true};
+        if (!speculate) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+        return {Assignment::fold, guess, guess_place, blockIdx.x, uniform.partition_tokens, true, true};
       }
       const unsigned ticket = temp_.ticket;
-      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, 0, 0, false, false}; }
-      const bool guessed = speculate && ticket == blockIdx.x; // (else the ids are staged again: nobody has read them)
-      return {Assignment::fold, guessed ? guess : plan.UniformItemAt(ticket), ticket, uniform.partition_tokens, false, guessed};
+      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
+      if (speculate && ticket == blockIdx.x) { return {Assignment::fold, guess, guess_place, ticket, uniform.partition_tokens, false, true}; }
+      const PlannedItem item = plan.UniformItemAt(ticket); // (its block ids staged again: nobody has read the guess's)
+      return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
     }
 
     const PlannedLaunch launch = plan.ChooseLaunch();
@@ -211,8 +227,9 @@ private:
         launch.max_partitions <= one_wave_max_partitions)
     {
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, 0, 0, false, false}; }
-      return {Assignment::fold, plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true, false};
+      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+      const PlannedItem item = plan.ItemAt(blockIdx.x);
+      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
     }
     if (threadIdx.x == 0 && !drew_ticket)
     {
@@ -221,21 +238,24 @@ private:
     }
     __syncthreads();
     const unsigned ticket = temp_.ticket;
-    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, 0, 0, false, false}; }
+    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
     PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-    return {Assignment::fold, plan.ItemAt(ticket), ticket, launch.partition_tokens, false, false};
+    const PlannedItem item = plan.ItemAt(ticket);
+    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
   }
 
   /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
   /// fold after the grid barrier, which this block reaches exactly once.
-  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave, bool prefetched = false)
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave)
   {
-    const int head_part = item.segment % p_.head_parts;
-    const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
-    const int seq = item.segment / (p_.head_parts * p_.num_kv_heads);
-    const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
-    const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
-    const int first_token = item.partition * partition_tokens;
+    RunItem(item, PlaceOf(item, partition_tokens), index, partition_tokens, one_wave, false);
+  }
+  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already.
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
+                                bool prefetched)
+  {
+    const int seq = place.seq, kv_head = place.kv_head, first_head = place.first_head, heads = place.heads;
+    const int first_token = place.first_token;
     if (!prefetched) { Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); }
     const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
 
