@@ -4,6 +4,7 @@
 // the GPU tests compare the device's plan with, item by item.
 #include <pagedattn/agent/decode_schedule.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,7 +46,11 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
     for (std::size_t i = 0; i < lens.size(); ++i) { n += std::uint64_t(segments_per_seq) * items_of(valid[i] ? lens[i] : 0, t); }
     return n;
   };
-  int t = fixed_tokens;
+  const std::size_t segments = lens.size() * std::size_t(segments_per_seq);
+  const std::uint64_t budget = plan_item_budget(m, segments, capacity.items);
+  // Every length max_seq_len: the host's own plan (AgentDecodePlan::UniformLaunch), whatever the budget.
+  const bool uniform = std::all_of(lens.begin(), lens.end(), [&](int len) { return len == max_seq_len; });
+  int t = uniform ? host_tokens(m, segments, max_seq_len, fixed_tokens) : fixed_tokens;
   if (t == 0)
   {
     ScheduleChoice best = ScheduleChoice::none();
@@ -54,7 +59,7 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
     {
       const int tokens = candidate_tokens(top, c);
       const std::uint64_t n = items_at(tokens);
-      if (n > capacity.items) { continue; }
+      if (n > budget) { continue; }
       const ScheduleChoice choice{wave_cost(n, tokens, m), tokens};
       if (choice.beats(best)) { best = choice; }
     }

@@ -33,6 +33,7 @@ public:
     int tokens[max_candidates];
     int longest;
     int off_bound; ///< some length differs from max_seq_len
+    unsigned long long items_at_cap; ///< the batch's items with the largest partitions the plan may take
   };
   /// Shared memory the caller may reuse between calls (it aliases it with the fold's): after that, Reload()
   /// before the next ItemAt().
@@ -55,18 +56,24 @@ public:
       : temp_(temp), state_(state), p_(p), tokens_(tokens) {}
 
   /// The launch's partition size, items and largest partition count (every thread gets the same).
-  /// Leaves the cursor at the first chunk of sequences.
-  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch()
+  /// Leaves the cursor at the first chunk of sequences. exit_from >= 0: a block of that index or more
+  /// gets partition_tokens 0 (it has no item) as soon as the first pass over the lengths shows that the
+  /// plan's items fit item_budget <= exit_from (a plain launch that is not cooperative: its blocks past
+  /// the budget leave without planning; they have drawn no ticket).
+  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch(long long exit_from = -1)
   {
     ChoiceStorage& choice = temp_.choice;
     if (threadIdx.x == 0)
     {
       choice.longest = 0;
       choice.off_bound = 0;
+      choice.items_at_cap = 0;
     }
     __syncthreads();
+    const int cap_tokens = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.model.max_partition_tokens;
     int longest = 0;
     bool off_bound = false;
+    unsigned long long items_at_cap = 0;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
       const int len = p_.seq_lens[i];
@@ -77,10 +84,17 @@ public:
       }
       longest = max_int(longest, valid_len(len));
       off_bound = off_bound || len != p_.max_seq_len;
+      items_at_cap += static_cast<unsigned long long>(items_of(valid_len(len), cap_tokens));
     }
     atomicMax(&choice.longest, longest);
     if (off_bound) { atomicMax(&choice.off_bound, 1); }
+    if (items_at_cap > 0) { atomicAdd(&choice.items_at_cap, items_at_cap); }
     __syncthreads();
+    if (exit_from >= 0 && static_cast<long long>(blockIdx.x) >= exit_from && choice.off_bound &&
+        choice.items_at_cap * static_cast<unsigned long long>(p_.segments_per_seq) <= p_.item_budget)
+    {
+      return PlannedLaunch{0, 0, 0, 0}; // (the whole block: every thread read the same words)
+    }
     longest = choice.longest;
     if (!choice.off_bound) { return UniformLaunch(); } // (the whole block takes the same branch)
 
@@ -116,7 +130,7 @@ public:
         total *= static_cast<unsigned long long>(p_.segments_per_seq);
         const int tokens = candidate_tokens(top, threadIdx.x);
         // A fixed size always fits (schedule_capacity sized the storage for it).
-        if (p_.fixed_tokens > 0 || total <= p_.capacity_items) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
+        if (p_.fixed_tokens > 0 || total <= p_.item_budget) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
         choice.items[threadIdx.x] = total; // (read by this thread alone: its own slot)
       }
       choice.cost[threadIdx.x] = mine.cost;
@@ -136,7 +150,7 @@ public:
       }
       __syncthreads();
     }
-    // No candidate fits only if capacity_items is below schedule_capacity's bound, which always admits the
+    // No candidate fits only if item_budget is below what the limit needs (schedule_capacity always admits the
     // policy's limit: then the limit (as the host reference does).
     tokens_ = choice.tokens[0] > 0 ? choice.tokens[0] : p_.model.max_partition_tokens;
     const int winner = top >= tokens_ && (top - tokens_) % 32 == 0 ? (top - tokens_) / 32 : -1;

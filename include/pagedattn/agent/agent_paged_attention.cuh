@@ -199,7 +199,10 @@ private:
       guess_place = PlaceOf(guess, uniform.partition_tokens);
       Fold::Prefetch(temp_.phase.fold, p_, guess_place.seq, guess_place.first_token, uniform.partition_tokens);
     }
-    const bool drew_ticket = !uniform_one_wave;
+    // Blocks past the plan's item budget draw theirs after the check: a batch that is not uniform may let
+    // them leave without one (ChooseLaunch's exit_from).
+    const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
+    const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
     if (threadIdx.x == 0 && drew_ticket) // with the check: the ticket's atomic overlaps the lengths' loads
     {
       arch::wait_for_prior_grids();
@@ -215,6 +218,15 @@ private:
         if (!speculate) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
         return {Assignment::fold, guess, guess_place, blockIdx.x, uniform.partition_tokens, true, true};
       }
+      if (!drew_ticket)
+      {
+        if (threadIdx.x == 0)
+        {
+          arch::wait_for_prior_grids();
+          temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+        }
+        __syncthreads();
+      }
       const unsigned ticket = temp_.ticket;
       if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
       if (speculate && ticket == blockIdx.x) { return {Assignment::fold, guess, guess_place, ticket, uniform.partition_tokens, false, true}; }
@@ -222,7 +234,8 @@ private:
       return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
     }
 
-    const PlannedLaunch launch = plan.ChooseLaunch();
+    const PlannedLaunch launch = plan.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
+    if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
     if (one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
         launch.max_partitions <= one_wave_max_partitions)
     {

@@ -158,7 +158,7 @@ struct DecodePlanParams {
   int max_seq_len;
   long long table_tokens;           ///< max_blocks_per_seq * block_size
   ScheduleModel model;              ///< max_partition_tokens <= 128 * 32 (AgentDecodePlan's candidates)
-  unsigned long long capacity_items; ///< the temporary storage's partial slots (schedule_capacity)
+  unsigned long long item_budget;    ///< the most items the model may choose (plan_item_budget)
   int fixed_tokens;                 ///< > 0: the caller's partition size
   int host_tokens;                  ///< the host's choice at max_seq_len: the plan of a batch whose every length is max_seq_len
 };
@@ -189,6 +189,20 @@ PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m,
   // ceil(P / g) <= (P + g - 1) / g for each segment, summed: (items + (g - 1) segments) / g.
   const std::size_t groups = (items + (group_size - 1) * num_segments) / group_size + 1;
   return {items, groups};
+}
+
+/// The most items the device's plan may choose for a batch that is not uniform: the storage's, but no
+/// more than four waves or four items per segment, whichever is more. A plain launch has a block per item
+/// of the storage's bound (the host's plan at max_seq_len); where even partitions of the limit (or the
+/// caller's size) fit this budget, the blocks past it leave right after the plan's first pass over the
+/// lengths instead of planning (AgentDecodePlan::ChooseLaunch). Where nothing fits it, the plan takes the
+/// limit, as when nothing fits the storage.
+PAGEDATTN_HOST_DEVICE std::size_t plan_item_budget(const ScheduleModel& m, std::size_t num_segments, std::size_t capacity_items)
+{
+  const std::size_t waves = 4 * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
+  const std::size_t per_segment = 4 * num_segments;
+  const std::size_t budget = waves > per_segment ? waves : per_segment;
+  return budget < capacity_items ? budget : capacity_items;
 }
 
 /// One sequence's share of a plan with partitions of t tokens.

@@ -43,7 +43,7 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
                              a.max_seq_len,
                              static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
                              plan.model,
-                             plan.capacity.items,
+                             plan_item_budget(plan.model, plan.num_segments, plan.capacity.items),
                              a.partition_tokens,
                              plan.host_tokens};
   p.cooperative = plan.cooperative;
