@@ -135,6 +135,7 @@ private:
         else { GridBarrier::Sync(); } // every block arrives once
         return;
       }
+      if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
     for (bool first = true;; first = false)
@@ -149,6 +150,19 @@ private:
       RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
       __syncthreads(); // the storage is free for the next item
     }
+  }
+
+  /// A cooperative launch without an init pass whose lengths need the look-back: every block zeroes its
+  /// share of the ticket, arrival counters and statuses, then all meet at the grid barrier (which publishes
+  /// the zeros) before any ticket is drawn.
+  PAGEDATTN_DEVICE void ZeroCombineWords()
+  {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * block_threads;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(block_threads) + threadIdx.x; i < p_.reset_words; i += stride)
+    {
+      p_.state.ticket[i] = 0u;
+    }
+    GridBarrier::Sync();
   }
 
   /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by

@@ -1,5 +1,6 @@
 #pragma once
 // The resolved arguments of one decode launch, as the kernel sees them.
+#include <cstddef>
 #include <cstdint>
 
 #include <pagedattn/agent/decode_schedule.cuh>
@@ -34,6 +35,10 @@ struct PagedAttentionParams {
   /// Launched cooperatively: every block is resident, so a launch whose items all have a block may combine
   /// by the slice fold after the runtime's grid barrier (AgentSliceCombine, GridBarrier). Else look-back.
   bool cooperative;
+  /// The init pass has zeroed the look-back words (ticket, arrival counters, statuses: reset_words words
+  /// from state.ticket). A persistent cooperative launch has none: it zeroes them where it needs them.
+  bool words_zeroed;
+  std::size_t reset_words;
   PartitionCombineState state;
 };
 

@@ -75,6 +75,7 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
     if (e != cudaErrorCooperativeLaunchTooLarge) { return check_cuda(e, "paged_attention_kernel launch (cooperative)"); }
     (void)cudaGetLastError(); // nothing ran: a plain launch, whose blocks combine by look-back
     if (!plan.init_pass) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(d_temp_storage, plan.layout, stream)); }
+    params.words_zeroed = true;
   }
   const cudaError_t e = launch(dependent, false);
   if (e == cudaSuccess) { return e; }

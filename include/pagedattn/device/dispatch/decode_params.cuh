@@ -47,6 +47,8 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
                              a.partition_tokens,
                              plan.host_tokens};
   p.cooperative = plan.cooperative;
+  p.words_zeroed = plan.init_pass;
+  p.reset_words = plan.layout.reset_bytes / sizeof(unsigned);
   p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
   return p;
 }

@@ -205,7 +205,8 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
 /// than the items there can be; cooperative where the kernel and the device can. Else a block per item of
 /// the bound, cooperative where the kernel and the device can and the grid fits at once. A cooperative
 /// launch whose items all have a block combines by the slice fold, decided on the device. The init pass
-/// (the look-back words zeroed) is left out only where every batch under the bound is planned in one wave.
+/// (the look-back words zeroed) is left out where every batch under the bound is planned in one wave, and
+/// from a persistent cooperative launch, whose blocks zero the words themselves where the lengths need them.
 inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool cooperative_capable, bool persistent)
 {
   const std::size_t resident = resident_blocks > 0 ? resident_blocks : 1;
@@ -214,7 +215,9 @@ inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool coop
   plan.grid = persistent && items > resident ? resident : items;
   plan.cooperative = cooperative_capable && plan.grid <= resident;
   const bool always_one_wave = plan.cooperative && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
-  plan.init_pass = !always_one_wave;
+  // A persistent cooperative launch (a graph's) zeroes the look-back words itself, only where its lengths
+  // need them (AgentPagedAttention::ZeroCombineWords): a replay then runs one kernel, not two.
+  plan.init_pass = !always_one_wave && !(persistent && plan.cooperative);
 }
 
 } // namespace detail
