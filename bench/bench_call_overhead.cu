@@ -23,7 +23,7 @@ namespace {
 
 struct Row {
   int num_seqs, seq_len;
-  double eager_us, graph_us;
+  double eager_us, graph_us, host_us;
 };
 
 /// Median wall time of f() followed by a synchronize of `stream`, over n calls after 20 untimed ones.
@@ -47,6 +47,23 @@ double median_wall_us(F&& f, cudaStream_t stream, int n)
   return paged_decode::median(us);
 }
 
+/// Median time until f() returns (the host's work and the launch), the stream drained between calls.
+template <class F>
+double median_host_us(F&& f, cudaStream_t stream, int n)
+{
+  std::vector<double> us;
+  us.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n + 20; ++i)
+  {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const auto end = std::chrono::steady_clock::now();
+    PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+    if (i >= 20) { us.push_back(std::chrono::duration<double, std::micro>(end - start).count()); }
+  }
+  return paged_decode::median(us);
+}
+
 Row run_shape(int num_seqs, int seq_len, int calls, cudaStream_t stream)
 {
   const paged_decode::DecodeShape shape{num_seqs, seq_len, 24, 4, 256, 16};
@@ -64,8 +81,9 @@ Row run_shape(int num_seqs, int seq_len, int calls, cudaStream_t stream)
   PAGEDATTN_CHECK(cudaStreamEndCapture(stream, &graph));
   PAGEDATTN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   PAGEDATTN_CHECK(cudaGraphDestroy(graph));
-  Row r{num_seqs, seq_len, 0, 0};
+  Row r{num_seqs, seq_len, 0, 0, 0};
   r.eager_us = median_wall_us(decode, stream, calls);
+  r.host_us = median_host_us(decode, stream, calls);
   r.graph_us = median_wall_us([&] { PAGEDATTN_CHECK(cudaGraphLaunch(exec, stream)); }, stream, calls);
   PAGEDATTN_CHECK(cudaGraphExecDestroy(exec));
   return r;
@@ -105,13 +123,13 @@ int main(int argc, char** argv)
   std::vector<Row> rows;
   std::printf("C++ call, commit %s: wall time of a call + cudaStreamSynchronize, median of %d (fp16, 24/4 heads, head 256)\n",
               commit.c_str(), calls);
-  std::printf("%-10s %10s %10s\n", "shape", "eager_us", "graph_us");
+  std::printf("%-10s %10s %10s %10s\n", "shape", "eager_us", "graph_us", "host_us");
   const std::vector<std::pair<int, int>> shapes = {{1, 1000}, {64, 4096}, {1, 100000}}; // (sequences, length)
   for (const auto& s : shapes)
   {
     rows.push_back(run_shape(s.first, s.second, calls, stream));
-    std::printf("%-10s %10.1f %10.1f\n", (std::to_string(s.first) + "x" + std::to_string(s.second)).c_str(), rows.back().eager_us,
-                rows.back().graph_us);
+    std::printf("%-10s %10.1f %10.1f %10.1f\n", (std::to_string(s.first) + "x" + std::to_string(s.second)).c_str(), rows.back().eager_us,
+                rows.back().graph_us, rows.back().host_us);
   }
   PAGEDATTN_CHECK(cudaStreamDestroy(stream));
 
@@ -125,9 +143,9 @@ int main(int argc, char** argv)
                bench_json::str(commit).c_str());
   for (std::size_t i = 0; i < rows.size(); ++i)
   {
-    std::fprintf(f, "  {\"shape\": \"%dx%d\", \"heads\": \"24/4\", \"head_dim\": 256, \"dtype\": \"fp16\", \"eager_us\": %s, \"graph_us\": %s}%s\n",
+    std::fprintf(f, "  {\"shape\": \"%dx%d\", \"heads\": \"24/4\", \"head_dim\": 256, \"dtype\": \"fp16\", \"eager_us\": %s, \"graph_us\": %s, \"host_us\": %s}%s\n",
                  rows[i].num_seqs, rows[i].seq_len, bench_json::num(rows[i].eager_us).c_str(), bench_json::num(rows[i].graph_us).c_str(),
-                 i + 1 < rows.size() ? "," : "");
+                 bench_json::num(rows[i].host_us).c_str(), i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, " ]\n}\n");
   return std::fclose(f) == 0 ? 0 : 1;

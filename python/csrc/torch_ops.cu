@@ -2,9 +2,11 @@
 //   paged_attention_v1 / paged_attention_v2: vLLM 0.6.x's argument lists and semantics;
 //   decode: the arguments pagedattn needs, for pagedattn.decode().
 // Each has a CUDA kernel and a Meta kernel (nothing to compute: the ops write `out` and return nothing),
-// so that torch.compile traces them and CUDA graphs capture them. The temporary storage comes from
-// PyTorch's caching allocator on the current stream: no cudaMalloc after the first call of a shape, and
-// inside a graph capture from the graph's pool. Bad input raises ValueError with pagedattn's message.
+// so that torch.compile traces them and CUDA graphs capture them. The temporary storage is a buffer per
+// device and stream, kept between calls (from PyTorch's caching allocator), and inside a graph capture a
+// tensor from the graph's pool (launch_with_temporary_storage()). Bad input raises ValueError with pagedattn's message.
+// The module pagedattn._C also exports each function for Python without the dispatcher (*_eager), the
+// path of a plain eager call (pagedattn/_paths.py says which calls take it).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -14,7 +16,11 @@
 
 #include "vllm_decode_arguments.h"
 
+#include <map>
+#include <mutex>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -69,6 +75,60 @@ void check_decode(cudaError_t err)
   TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
 }
 
+#if defined(PAGEDATTN_OP_PROBES)
+bool probe_skip_launch = false; ///< bench_ops's breakdown: every step of the call but the launch
+#endif
+
+/// A launch with the temporary storage of `stream`. Outside a graph capture that is the stream's own
+/// buffer, kept between calls and grown when a launch needs more: calls on one stream run in order, so
+/// they may share it (a replaced buffer goes back to the caching allocator's pool of that stream). The
+/// steady call is then one Decode, with the buffer's size: the library sizes the storage itself only
+/// when the buffer is too small (it refuses the launch, and nothing runs). Inside a capture the storage
+/// is a fresh tensor from the graph's pool, so that a replay, which may run on any stream, shares no
+/// memory with eager calls. The buffers live as long as the process.
+template <class T>
+void launch_with_temporary_storage(const pagedattn::DecodeArguments<T>& a, const at::Tensor& like, cudaStream_t stream)
+{
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t capture_err = cudaStreamIsCapturing(stream, &capture);
+  TORCH_CHECK(capture_err == cudaSuccess, "pagedattn: cudaStreamIsCapturing failed (", cudaGetErrorString(capture_err), ")");
+  const auto options = like.options().dtype(at::kByte);
+  std::size_t bytes = 0;
+  if (capture != cudaStreamCaptureStatusNone)
+  {
+    check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
+    const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, options);
+    check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, stream));
+    return;
+  }
+  struct Buffers {
+    std::mutex mutex;
+    std::map<std::pair<int, cudaStream_t>, at::Tensor> by_stream;
+  };
+  static Buffers* const buffers = new Buffers; // never destroyed: no CUDA frees after the runtime's teardown
+  const std::lock_guard<std::mutex> lock(buffers->mutex);
+  at::Tensor& buffer = buffers->by_stream[{like.get_device(), stream}];
+  std::string refusal; // why the launch with the buffer as it is was refused
+  if (buffer.defined())
+  {
+#if defined(PAGEDATTN_OP_PROBES)
+    if (probe_skip_launch) { return; }
+#endif
+    bytes = static_cast<std::size_t>(buffer.numel());
+    const cudaError_t err = pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream);
+    if (err == cudaSuccess) { return; }
+    if (err != cudaErrorInvalidValue) { check_decode(err); } // throws
+    refusal = pagedattn::last_error_message();
+  }
+  std::size_t needed = 0;
+  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, needed, a));
+  if (buffer.defined() && needed <= bytes) { throw_if_bad(refusal); } // refused for another reason than its size
+  buffer = at::Tensor(); // the old buffer back to the pool before the larger one is taken
+  buffer = at::empty({static_cast<std::int64_t>(needed > 0 ? needed : 1)}, options);
+  bytes = static_cast<std::size_t>(buffer.numel());
+  check_decode(pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream));
+}
+
 /// The tensors of one call, for their data pointers once check() has passed.
 struct CallTensors {
   const at::Tensor& out;
@@ -96,10 +156,7 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   throw_if_bad(pagedattn_python::to_decode_arguments(v, a));
   if (a.num_seqs == 0) { return; }
   const c10::cuda::CUDAGuard guard(t.query.device());
-  std::size_t bytes = 0;
-  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
-  const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes)}, t.query.options().dtype(at::kByte));
-  check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, at::cuda::getCurrentCUDAStream().stream()));
+  launch_with_temporary_storage(a, t.query, at::cuda::getCurrentCUDAStream().stream());
 }
 
 /// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not
@@ -202,8 +259,202 @@ void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Te
 } // namespace
 
 #if defined(TORCH_EXTENSION_NAME) // built as the Python module pagedattn._C: importing it registers the operators
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/extension.h>
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported"; }
+
+#include <tuple>
+
+namespace {
+
+// ---- the eager entry points: an operator's function called from Python without the dispatcher ----------
+// The path of a plain eager call: the dispatcher's boxing of vLLM's 22 arguments costs more than the
+// launch (issue 16). The arguments are read straight from the vectorcall array (METH_FASTCALL), each by
+// its C++ parameter type. A call the dispatcher must see returns NotImplemented, and the Python wrapper
+// (pagedattn/_paths.py) calls the registered operator instead: a tensor that is not a plain CUDA
+// torch.Tensor (Meta, CPU, FakeTensor or another subclass) or an active dispatch or torch-function mode.
+// Errors leave as the operator's do: ValueError for a bad argument, RuntimeError otherwise; TypeError
+// for an argument of the wrong Python type.
+
+enum class Loaded { ok, wrong_type, for_the_dispatcher };
+
+/// One parameter type: the value held while the call runs, and how it is read from Python.
+template <class A>
+struct EagerArg;
+template <>
+struct EagerArg<const at::Tensor&> {
+  using Held = at::Tensor;
+  static constexpr const char* expected = "a torch.Tensor";
+  static Loaded load(PyObject* o, Held& h)
+  {
+    if (!THPVariable_Check(o)) { return Loaded::wrong_type; }
+    h = THPVariable_Unpack(o);
+    return THPVariable_CheckExact(o) && h.is_cuda() ? Loaded::ok : Loaded::for_the_dispatcher;
+  }
+};
+template <>
+struct EagerArg<at::Tensor&> : EagerArg<const at::Tensor&> {};
+template <>
+struct EagerArg<const c10::optional<at::Tensor>&> {
+  using Held = c10::optional<at::Tensor>;
+  static constexpr const char* expected = "a torch.Tensor or None";
+  static Loaded load(PyObject* o, Held& h)
+  {
+    if (o == Py_None) { return Loaded::ok; }
+    at::Tensor t;
+    const Loaded l = EagerArg<const at::Tensor&>::load(o, t);
+    h = std::move(t);
+    return l;
+  }
+};
+template <>
+struct EagerArg<int64_t> {
+  using Held = int64_t;
+  static constexpr const char* expected = "an int";
+  static Loaded load(PyObject* o, Held& h)
+  {
+    if (!PyLong_Check(o)) { return Loaded::wrong_type; }
+    h = PyLong_AsLongLong(o);
+    if (h == -1 && PyErr_Occurred()) // out of int64's range
+    {
+      PyErr_Clear();
+      return Loaded::wrong_type;
+    }
+    return Loaded::ok;
+  }
+};
+template <>
+struct EagerArg<double> {
+  using Held = double;
+  static constexpr const char* expected = "a float";
+  static Loaded load(PyObject* o, Held& h)
+  {
+    if (!PyFloat_Check(o) && !PyLong_Check(o)) { return Loaded::wrong_type; }
+    h = PyFloat_AsDouble(o);
+    if (h == -1.0 && PyErr_Occurred())
+    {
+      PyErr_Clear();
+      return Loaded::wrong_type;
+    }
+    return Loaded::ok;
+  }
+};
+template <>
+struct EagerArg<const std::string&> {
+  using Held = std::string;
+  static constexpr const char* expected = "a str";
+  static Loaded load(PyObject* o, Held& h)
+  {
+    if (!PyUnicode_Check(o)) { return Loaded::wrong_type; }
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(o, &size);
+    if (!utf8)
+    {
+      PyErr_Clear();
+      return Loaded::wrong_type;
+    }
+    h.assign(utf8, static_cast<std::size_t>(size));
+    return Loaded::ok;
+  }
+};
+
+template <auto Fn>
+struct EagerCall;
+template <class... Args, void (*Fn)(Args...)>
+struct EagerCall<Fn> {
+  static constexpr Py_ssize_t arity = sizeof...(Args);
+  using Held = std::tuple<typename EagerArg<Args>::Held...>;
+
+  /// A METH_FASTCALL function: exactly the operator's arguments, by position (pagedattn.ops and
+  /// pagedattn.decode pass them so). Returns None, or NotImplemented for a call the dispatcher must see.
+  static PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs)
+  {
+    if (nargs != arity)
+    {
+      PyErr_Format(PyExc_TypeError, "pagedattn: the eager call takes %zd arguments, got %zd", arity, nargs);
+      return nullptr;
+    }
+    if (c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled()) { Py_RETURN_NOTIMPLEMENTED; }
+    Held held;
+    const Loaded loaded = load(args, held, std::index_sequence_for<Args...>{});
+    if (loaded == Loaded::wrong_type) { return nullptr; }
+    if (loaded == Loaded::for_the_dispatcher) { Py_RETURN_NOTIMPLEMENTED; }
+    try
+    {
+      std::apply(Fn, held);
+    }
+    catch (const c10::ValueError& e)
+    {
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+      return nullptr;
+    }
+    catch (const c10::Error& e)
+    {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+      return nullptr;
+    }
+    catch (const std::exception& e)
+    {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      return nullptr;
+    }
+    Py_RETURN_NONE;
+  }
+
+private:
+  /// Every argument read; a wrong type is raised (TypeError with its position) before any deferral.
+  template <std::size_t... I>
+  static Loaded load(PyObject* const* args, Held& held, std::index_sequence<I...>)
+  {
+    const Loaded loaded[] = {EagerArg<Args>::load(args[I], std::get<I>(held))...};
+    const char* const expected[] = {EagerArg<Args>::expected...};
+    Loaded result = Loaded::ok;
+    for (std::size_t i = 0; i < sizeof...(Args); ++i)
+    {
+      if (loaded[i] == Loaded::wrong_type)
+      {
+        PyErr_Format(PyExc_TypeError, "pagedattn: argument %zu must be %s, got %s", i, expected[i], Py_TYPE(args[i])->tp_name);
+        return Loaded::wrong_type;
+      }
+      if (loaded[i] == Loaded::for_the_dispatcher) { result = Loaded::for_the_dispatcher; }
+    }
+    return result;
+  }
+};
+
+template <auto Fn>
+PyCFunction eager_function()
+{
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&EagerCall<Fn>::call));
+}
+
+#if defined(PAGEDATTN_OP_PROBES) // bench_ops's breakdown of the eager call's host time (not in a normal build)
+void probe_noop_v2(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                   const at::Tensor&, int64_t, double, const at::Tensor&, const at::Tensor&, int64_t, int64_t,
+                   const c10::optional<at::Tensor>&, const std::string&, double, double, int64_t, int64_t, int64_t, int64_t, int64_t)
+{
+}
+#endif
+
+} // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+  m.doc() = "pagedattn's operators, registered as torch.ops.pagedattn when imported; the eager entry points";
+  static PyMethodDef eager_methods[] = {
+      {"paged_attention_v1_eager", eager_function<&paged_attention_v1>(), METH_FASTCALL, "torch.ops.pagedattn.paged_attention_v1's function"},
+      {"paged_attention_v2_eager", eager_function<&paged_attention_v2>(), METH_FASTCALL, "torch.ops.pagedattn.paged_attention_v2's function"},
+      {"decode_eager", eager_function<&decode>(), METH_FASTCALL, "torch.ops.pagedattn.decode's function"},
+#if defined(PAGEDATTN_OP_PROBES)
+      {"_probe_noop_v2", eager_function<&probe_noop_v2>(), METH_FASTCALL, "reads v2's arguments, does nothing"},
+#endif
+      {nullptr, nullptr, 0, nullptr}};
+  if (PyModule_AddFunctions(m.ptr(), eager_methods) != 0) { throw pybind11::error_already_set(); }
+#if defined(PAGEDATTN_OP_PROBES)
+  m.def("_probe_pybind_v2", &paged_attention_v2); // the same call through pybind11's argument casters
+  m.def("_probe_skip_launch", [](bool skip) { probe_skip_launch = skip; });
+#endif
+}
 #endif
 
 TORCH_LIBRARY(pagedattn, m)

@@ -12,8 +12,9 @@ from typing import Optional
 
 import torch
 
-from . import _C  # noqa: F401  (registers torch.ops.pagedattn)
+from . import _C  # registers torch.ops.pagedattn
 from . import ops
+from ._paths import call
 
 __all__ = ["decode", "ops"]
 
@@ -56,5 +57,6 @@ def decode(
         scale = query.shape[-1] ** -0.5 if query.dim() == 3 and query.shape[-1] > 0 else 1.0
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
-    _decode_op(out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len), alibi_slopes)
+    call(_C.decode_eager, _decode_op, (out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
+                                       alibi_slopes))
     return out

@@ -7,8 +7,8 @@ Replace ``from vllm import _custom_ops as ops`` by ``from pagedattn import ops``
 other uses of ``ops`` keep working. Both functions write ``out``:
 
 - ``exp_sum``, ``max_logits`` and ``tmp_out`` (v2) are vLLM's workspace for its own kernel. pagedattn
-  accepts them and does not use them: it takes its own temporary storage from PyTorch's caching
-  allocator. v1 and v2 compute the same thing with the same kernel.
+  accepts them and does not use them: it keeps its own temporary storage per device and stream
+  (python/README.md). v1 and v2 compute the same thing with the same kernel.
 - ``kv_cache_dtype`` must be "auto" and ``k_scale``/``v_scale`` 1.0 (fp8 caches are not supported
   yet), and block-sparse attention (``blocksparse_vert_stride > 1``) is not supported: each raises
   ValueError. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by block-sparse
@@ -18,6 +18,9 @@ other uses of ``ops`` keep working. Both functions write ``out``:
 from typing import Optional
 
 import torch
+
+from . import _C
+from ._paths import call
 
 __all__ = ["paged_attention_v1", "paged_attention_v2"]
 
@@ -32,6 +35,12 @@ def __getattr__(name):
         raise AttributeError(f"pagedattn.ops has no {name!r}; other names come from vllm._custom_ops, which is not "
                              f"importable ({e})") from e
     return getattr(vllm_ops, name)
+
+
+# The overloads themselves, not the packets torch.ops.pagedattn.*: a call skips the packet's overload
+# resolution.
+_v1_op = torch.ops.pagedattn.paged_attention_v1.default
+_v2_op = torch.ops.pagedattn.paged_attention_v2.default
 
 
 def paged_attention_v1(
@@ -55,10 +64,10 @@ def paged_attention_v1(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v1.default(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
-                                                   block_size, max_seq_len, alibi_slopes, kv_cache_dtype, float(k_scale), float(v_scale),
-                                                   tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
-                                                   blocksparse_head_sliding_step)
+    call(_C.paged_attention_v1_eager, _v1_op,
+         (out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+          kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+          blocksparse_head_sliding_step))
 
 
 def paged_attention_v2(
@@ -85,7 +94,7 @@ def paged_attention_v2(
     blocksparse_block_size: int = 64,
     blocksparse_head_sliding_step: int = 0,
 ) -> None:
-    torch.ops.pagedattn.paged_attention_v2.default(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale,
-                                                   block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
-                                                   float(k_scale), float(v_scale), tp_rank, blocksparse_local_blocks,
-                                                   blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step)
+    call(_C.paged_attention_v2_eager, _v2_op,
+         (out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+          max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+          blocksparse_block_size, blocksparse_head_sliding_step))

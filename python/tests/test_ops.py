@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from paged_problem import Problem, relative_error, tolerance
 
@@ -112,6 +113,50 @@ def test_torch_compile_without_graph_breaks():
     compiled = torch.compile(step, fullgraph=True)
     out = compiled(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)
     assert torch.equal(out, run_decode(p))
+
+
+def test_eager_path_and_operator_agree():
+    """A plain eager call skips the dispatcher (pagedattn._C.*_eager); the registered operator computes the
+    same bits and raises the same errors, and the eager function declines what the dispatcher must see."""
+    p = Problem([3000, 1, 700], 24, 4, 128, seed=11)
+    args = [torch.full_like(p.query, float("nan")), p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, p.scale,
+            p.max_seq_len, None]
+    assert pagedattn._C.decode_eager(*args) is None
+    eager = args[0].clone()
+    args[0].fill_(float("nan"))
+    torch.ops.pagedattn.decode.default(*args)
+    assert torch.equal(eager, args[0]) and torch.equal(eager, run_decode(p, scale=p.scale))
+    for device in ["meta", "cpu"]:
+        assert pagedattn._C.decode_eager(*[a.to(device) if isinstance(a, torch.Tensor) else a for a in args]) is NotImplemented
+    with TorchDispatchMode():  # a mode: the dispatcher's call
+        assert pagedattn._C.decode_eager(*args) is NotImplemented
+    with pytest.raises(TypeError, match="argument 6"):
+        pagedattn._C.decode_eager(*args[:6], "0.1", *args[7:])
+    for path in [pagedattn._C.paged_attention_v1_eager, torch.ops.pagedattn.paged_attention_v1.default]:
+        with pytest.raises(ValueError, match="kv_cache_dtype"):
+            path(torch.empty_like(p.query), p.query, p.key_cache, p.value_cache, 4, p.scale, p.block_tables, p.seq_lens, 16,
+                 p.max_seq_len, None, "fp8", 1.0, 1.0, 0, 0, 0, 64, 0)
+
+
+def test_streams_keep_their_own_temporary_storage():
+    """Eager calls on two streams at once, each with its own buffer (grown by a larger launch on one of
+    them), each equal to a call on the default stream."""
+    small = Problem([700, 3], 24, 4, 128, seed=12)
+    large = Problem([30000, 5, 9000], 24, 4, 128, seed=13)
+    expected = [run_decode(small), run_decode(large)]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(3):
+        for problem, stream in zip([small, large], streams):
+            with torch.cuda.stream(stream):
+                outs.append(run_decode(problem))
+        for problem, stream in zip([large, small], streams):  # the first stream's buffer grows
+            with torch.cuda.stream(stream):
+                outs.append(run_decode(problem))
+    torch.cuda.synchronize()
+    for i, out in enumerate(outs):
+        assert torch.equal(out, expected[[0, 1, 1, 0][i % 4]]), f"call {i}"
 
 
 def test_meta_tensors_trace():
