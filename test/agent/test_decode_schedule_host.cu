@@ -265,3 +265,30 @@ TEST_CASE("device plan: skewed batches split the long sequence over the GPU", "[
   check_plan_invariants(launch, lens, long_one);
   CHECK(pagedattn::partitions_of(100000, long_one.launch.partition_tokens) >= 32);
 }
+
+TEST_CASE("PartitionDivisor: partitions_of and items_of by multiply and shift, exact over [0, 2^31)", "[schedule][host]")
+{
+  TEST_RNG(rng, 7);
+  std::vector<int> divisors;
+  for (int t = 1; t <= 4096; ++t) { divisors.push_back(t); } // every candidate and fixed size, and more
+  for (int i = 0; i < 2000; ++i) { divisors.push_back(static_cast<int>(rng() % 0x7fffffffu) + 1); }
+  divisors.push_back(0x7fffffff);
+  for (const int t : divisors)
+  {
+    const pagedattn::PartitionDivisor d = pagedattn::PartitionDivisor::of(t);
+    auto check = [&](long long len) {
+      if (len < 0 || len > 0x7fffffffLL) { return; }
+      const int n = static_cast<int>(len);
+      INFO("t " << t << ", length " << n);
+      REQUIRE(d.partitions(n) == pagedattn::partitions_of(n, t));
+      REQUIRE(d.items(n) == pagedattn::items_of(n, t));
+    };
+    for (long long k : {0LL, 1LL, 2LL, 3LL, 1000LL, (0x7fffffffLL / t) - 1, 0x7fffffffLL / t, 0x7fffffffLL / t + 1})
+    {
+      for (long long delta : {-1LL, 0LL, 1LL}) { check(k * t + delta); }
+    }
+    check(0x7fffffffLL);
+    check(0x7ffffffeLL);
+    for (int i = 0; i < 64; ++i) { check(static_cast<long long>(rng() % 0x80000000u)); }
+  }
+}

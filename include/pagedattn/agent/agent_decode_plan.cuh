@@ -106,6 +106,7 @@ public:
     const int lanes = BlockThreads / slots;
     const int c = threadIdx.x % slots, lane = threadIdx.x / slots;
     const int t = c < count ? candidate_tokens(top, c) : 32;
+    const PartitionDivisor divide_by_t = PartitionDivisor::of(t);
     unsigned long long items = 0;
     for (int base = 0; base < p_.num_seqs; base += BlockThreads)
     {
@@ -116,7 +117,7 @@ public:
         if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(p_.seq_lens[base + threadIdx.x]); }
         __syncthreads();
       }
-      for (int j = lane; j < n; j += lanes) { items += static_cast<unsigned long long>(items_of(choice.lens[j], t)); }
+      for (int j = lane; j < n; j += lanes) { items += static_cast<unsigned long long>(divide_by_t.items(choice.lens[j])); }
     }
     choice.items[threadIdx.x] = items;
     __syncthreads();
