@@ -33,7 +33,10 @@ import pagedattn  # noqa: E402
 SEED = pathlib.Path(__file__).resolve().parents[2] / ".seed" / "paged_attention_v2_triton.py"
 
 
-def median_us(fn, n):
+def median_us(fn, n, host_only=False):
+    """Median wall time of fn() and a synchronize over n calls, after 10 untimed ones. host_only: the
+    time until fn() returns (the host's work: Python, checks, launch), the GPU drained between calls so
+    that no launch queue builds up."""
     for _ in range(10):
         fn()
     torch.cuda.synchronize()
@@ -41,24 +44,16 @@ def median_us(fn, n):
     for _ in range(n):
         start = time.perf_counter()
         fn()
+        if host_only:
+            times.append((time.perf_counter() - start) * 1e6)
         torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e6)
+        if not host_only:
+            times.append((time.perf_counter() - start) * 1e6)
     return statistics.median(times)
 
 
 def median_host_us(fn, n):
-    """Median time until the call returns (the host's work: Python, checks, launch), the GPU drained
-    between calls so that no launch queue builds up."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(times)
+    return median_us(fn, n, host_only=True)
 
 
 def load_seed():
