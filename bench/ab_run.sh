@@ -16,9 +16,14 @@ for round in 1 2; do
   done
 done
 paste <(awk '{print $1, $2, $3, $4}' "$OUT/ab/bench_main_1.txt") <(awk '{print $4}' "$OUT/ab/bench_branch_1.txt") \
-      <(awk '{print $4}' "$OUT/ab/bench_main_2.txt") <(awk '{print $4}' "$OUT/ab/bench_branch_2.txt") | head -24
+      <(awk '{print $4}' "$OUT/ab/bench_main_2.txt") <(awk '{print $4}' "$OUT/ab/bench_branch_2.txt") | head -30
 for side in main branch; do
   echo "=== $side"
   timeout 30 $ab/trace_decode_$side --shape 1x1000 --shape 4x2049 --shape 1x16384 2>&1 |
     grep -E "x[0-9]+ 24/4|tile chosen|block ids|first K/V|per block"
 done | tee "$OUT/ab/trace.txt"
+for side in main branch; do
+  timeout 60 $ab/trace_decode_$side --shape 1x100000+63x512 --shape 1x32768+63x100 --graph --shape 1x100000+63x512 \
+    --shape 1x32768+63x100 --shape 0x65536+1x1000 --shape 0x65536+64x1000 >"$OUT/ab/trace_skewed_$side.txt" 2>&1
+  echo "trace skewed $side rc=$?"
+done

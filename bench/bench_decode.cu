@@ -90,6 +90,17 @@ std::vector<ServingShape> serving_shapes()
       {"graph:64x1000@65536", std::vector<int>(64, 1000), 65536, true},
       {"graph:32x1000@8192", std::vector<int>(32, 1000), 8192, true},
       {"graph:32x1000@131072", std::vector<int>(32, 1000), 131072, true},
+      // The skewed and log-uniform batches replayed from a graph captured at their own bound: the
+      // persistent grid's schedule of the same work as the fresh rows above.
+      {"graph:1x32768+63x100@32768", skewed_lengths(32768, 63, 100), 32768, true},
+      {"graph:1x100000+63x512@100000", skewed_lengths(100000, 63, 512), 100000, true},
+      {"graph:64xlog100-100000@100000", log_uniform_lengths(64, 100, 100000, 64), 100000, true},
+      {"graph:256xlog16-8192@8192", log_uniform_lengths(256, 16, 8192, 256), 8192, true},
+      // Uniform batches replayed from a graph captured at their own length: the persistent grid against
+      // the fresh launch's grid of one block per item.
+      {"graph:64x4096@4096", std::vector<int>(64, 4096), 4096, true},
+      {"graph:256x1024@1024", std::vector<int>(256, 1024), 1024, true},
+      {"graph:1x100000@100000", std::vector<int>(1, 100000), 100000, true},
   };
 }
 

@@ -13,6 +13,7 @@
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
+#include <pagedattn/util_arch.cuh> // (the trace points' timer)
 
 #include <cstdint>
 
@@ -90,6 +91,7 @@ public:
     if (off_bound) { atomicMax(&choice.off_bound, 1); }
     if (items_at_cap > 0) { atomicAdd(&choice.items_at_cap, items_at_cap); }
     __syncthreads();
+    PAGEDATTN_TRACE_POINT(TracePoint::plan_lengths_read);
     if (exit_from >= 0 && static_cast<long long>(blockIdx.x) >= exit_from && choice.off_bound &&
         choice.items_at_cap * static_cast<unsigned long long>(p_.segments_per_seq) <= p_.item_budget)
     {
@@ -153,6 +155,7 @@ public:
     }
     // No candidate fits only if item_budget is below what the limit needs (schedule_capacity always admits the
     // policy's limit: then the limit (as the host reference does).
+    PAGEDATTN_TRACE_POINT(TracePoint::plan_chosen);
     tokens_ = choice.tokens[0] > 0 ? choice.tokens[0] : p_.model.max_partition_tokens;
     const int winner = top >= tokens_ && (top - tokens_) % 32 == 0 ? (top - tokens_) / 32 : -1;
     unsigned long long total = 0;
@@ -160,6 +163,7 @@ public:
     __syncthreads(); // every thread has read the choice before the storage is reused
     if (winner < 0 || winner >= count) { total = TotalItems(tokens_); }
     LoadChunk(0, 0, 0, /*lens_loaded=*/true);
+    PAGEDATTN_TRACE_POINT(TracePoint::plan_scanned);
     return PlannedLaunch{tokens_, static_cast<int>(total), partitions_of(longest, tokens_), 0};
   }
 

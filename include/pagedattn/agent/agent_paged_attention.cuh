@@ -138,16 +138,19 @@ private:
       if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
+    unsigned next_ticket = 0; // thread 0's: drawn once the fold is done, while the item is combined
     for (bool first = true;; first = false)
     {
-      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      if (threadIdx.x == 0) { temp_.ticket = first ? arch::atomic_fetch_add(p_.state.ticket, 1u) : next_ticket; }
       __syncthreads();
       const unsigned ticket = temp_.ticket;
-      __syncthreads(); // every thread has the ticket before thread 0 draws the next
+      __syncthreads(); // every thread has the ticket before thread 0 writes the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (!first) { plan.Reload(); } // the fold has reused the plan's shared memory
-      RunItem(plan.ItemAt(ticket), ticket, launch.partition_tokens, /*one_wave=*/false);
+      const PlannedItem item = plan.ItemAt(ticket);
+      RunItem(item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, /*prefetched=*/false,
+              &next_ticket);
       __syncthreads(); // the storage is free for the next item
     }
   }
@@ -277,9 +280,13 @@ private:
   {
     RunItem(item, PlaceOf(item, partition_tokens), index, partition_tokens, one_wave, false);
   }
-  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already.
+  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already. next_ticket
+  /// (a persistent block's): thread 0 draws the block's next ticket there once the partition is folded, so
+  /// that the atomic's round trip overlaps the combine. Drawn before this item's combine, that ticket's item
+  /// waits at most for the combine: the smallest unfinished item is always being folded or combined by
+  /// its block, and looks back only on smaller ones, so every launch still makes progress.
   PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
-                                bool prefetched)
+                                bool prefetched, unsigned* next_ticket = nullptr)
   {
     const int seq = place.seq, kv_head = place.kv_head, first_head = place.first_head, heads = place.heads;
     const int first_token = place.first_token;
@@ -292,6 +299,7 @@ private:
       const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
       for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
       if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
+      if (next_ticket && threadIdx.x == 0) { *next_ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
       if constexpr (one_wave_capable)
       {
         if (one_wave) { GridBarrier::Sync(); }
@@ -305,6 +313,7 @@ private:
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
     PAGEDATTN_TRACE_POINT(TracePoint::partition_folded);
+    if (next_ticket && threadIdx.x == 0) { *next_ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);

@@ -225,9 +225,13 @@ PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m,
 /// caller's size) fit this budget, the blocks past it leave right after the plan's first pass over the
 /// lengths instead of planning (AgentDecodePlan::ChooseLaunch). Where nothing fits it, the plan takes the
 /// limit, as when nothing fits the storage.
+/// Waves of work items a launch planned on the device is sized for (plan_item_budget; and the bound past
+/// which a plain launch takes the persistent grid, loose_bound in device/dispatch/decode_plan.cuh).
+inline constexpr int plan_budget_waves = 4;
+
 PAGEDATTN_HOST_DEVICE std::size_t plan_item_budget(const ScheduleModel& m, std::size_t num_segments, std::size_t capacity_items)
 {
-  const std::size_t waves = 4 * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
+  const std::size_t waves = plan_budget_waves * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
   const std::size_t per_segment = 4 * num_segments;
   const std::size_t budget = waves > per_segment ? waves : per_segment;
   return budget < capacity_items ? budget : capacity_items;

@@ -200,6 +200,16 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
   return cudaSuccess;
 }
 
+/// Whether a plain launch takes the persistent grid as a captured one does: where the bound admits more
+/// than plan_budget_waves waves of items. A block per item of such a bound would mostly launch blocks that
+/// find no item whenever the lengths are well under it (1x100000+63x512 at max_seq_len 100000: 8704 blocks
+/// for 1036 items; the 7668 without one held a block's slot ~6 µs each, 347 µs in all against 177 µs
+/// persistent, bench/NOTES.md session 11). Every uniform shape of bench_decode stays under it.
+inline bool loose_bound(const DecodePlan& plan)
+{
+  return plan.capacity.items > static_cast<std::size_t>(plan_budget_waves) * static_cast<std::size_t>(plan.model.wave_blocks);
+}
+
 /// The grid. Persistent (a launch captured in a graph, whose replays may fold far fewer items than the
 /// bound allows): the blocks the device keeps resident at once (resident_blocks; at least one), never more
 /// than the items there can be; cooperative where the kernel and the device can. Else a block per item of

@@ -72,10 +72,11 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), d_temp_storage, stream);
     };
     // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
-    // which never has more blocks than resident. A plain launch: a block per item of the bound.
+    // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
+    // items (loose_bound). Other plain launches: a block per item of the bound.
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
-    if (capturing) { return with_decode_kernel<T, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
+    if (capturing || loose_bound(plan)) { return with_decode_kernel<T, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
     return with_decode_kernel<T, PolicyChain, Policy, false>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch);
   });
 }
