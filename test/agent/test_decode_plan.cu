@@ -29,7 +29,11 @@ __global__ void plan_items_kernel(const pagedattn::DecodePlanParams params, page
   pagedattn::PlannedItem* out = blockIdx.x == 0 ? every_item : strided_items;
   for (unsigned i = blockIdx.x == 0 ? 0u : 5u; i < total; i += step)
   {
-    if (blockIdx.x == 1) { plan.Reload(); } // as the persistent decode does after each fold
+    if (blockIdx.x == 1) // the storage reused between items, as a persistent decode's fold does
+    {
+      for (int w = threadIdx.x; w < int(sizeof(temp) / sizeof(int)); w += BlockThreads) { reinterpret_cast<int*>(&temp)[w] = 0x5a5a5a5a + w; }
+      __syncthreads();
+    }
     const pagedattn::PlannedItem item = plan.ItemAt(i);
     if (threadIdx.x == BlockThreads - 1) { out[i] = item; } // (every thread holds it: the last one writes)
   }

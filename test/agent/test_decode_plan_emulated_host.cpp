@@ -62,7 +62,12 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
       // (Every item up to 1500, then every 7th: a barrier per item is slow on the emulated machine.)
       for (unsigned i = every ? 0u : 5u; i < static_cast<unsigned>(l.total_items); i += every ? (i < 1500 ? 1u : 7u) : stride)
       {
-        if (!every) { plan.Reload(); } // as the persistent decode does after each fold
+        if (!every) // the storage reused between items, as a persistent decode's fold does
+        {
+          __syncthreads();
+          if (threadIdx.x == 0) { std::memset(&temp, 0x5a, sizeof temp); }
+          __syncthreads();
+        }
         const PlannedItem item = plan.ItemAt(i);
         if (threadIdx.x == BlockThreads - 1) { (every ? items : strided)[i] = item; }
       }

@@ -9,7 +9,10 @@
 // Work items are in ticket order: sequence by sequence, within a sequence segment by segment (see
 // decode_schedule.cuh). A block finds item i through a cursor over the sequences, a chunk of
 // BlockThreads at a time, that only moves forward: its items (its block index, then the tickets it draws)
-// only grow, so each block scans the lengths at most once however many items it folds.
+// only grow, so each block scans the lengths at most once however many items it folds. Thread j of the
+// block holds the chunk's j-th sequence (its length and the inclusive scans of items and group slots) in
+// registers, so the shared memory is free between calls: a persistent block's fold reuses it and the
+// next ItemAt() needs no reload.
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
@@ -36,25 +39,27 @@ public:
     int off_bound; ///< some length differs from max_seq_len
     unsigned long long items_at_cap; ///< the batch's items with the largest partitions the plan may take
   };
-  /// Shared memory the caller may reuse between calls (it aliases it with the fold's): after that, Reload()
-  /// before the next ItemAt().
+  /// Shared memory the caller may reuse between calls (it aliases it with the fold's).
   struct TempStorage {
     ChoiceStorage choice;
-    int lens[BlockThreads];        ///< the cursor's chunk: its lengths as read
-    int scan_items[BlockThreads];  ///< inclusive scans over the chunk's sequences
+    int lens[BlockThreads];        ///< a chunk's lengths as read
+    int scan_items[BlockThreads];  ///< inclusive scans over a chunk's sequences, while they are computed
     int scan_groups[BlockThreads];
   };
-  /// Kept for the block's whole run: where the cursor's chunk is.
+  /// Kept for the block's whole run: where the cursor's chunk is, and the sequence an ItemAt() found.
   struct CursorState {
     bool uniform;                  ///< every length is max_seq_len: items by arithmetic, no chunks
     int base;                      ///< the chunk's first sequence
     int count;                     ///< its sequences
+    int chunk_items;               ///< its items
+    int chunk_groups;              ///< its group slots
     long long first_item;          ///< items of the sequences before the chunk
     long long first_group;         ///< group slots of the sequences before the chunk
+    int found[4];                  ///< ItemAt(): the sequence that holds the item (in the chunk), its length, scans
   };
 
   PAGEDATTN_DEVICE AgentDecodePlan(TempStorage& temp, CursorState& state, const DecodePlanParams& p, int tokens = 0)
-      : temp_(temp), state_(state), p_(p), tokens_(tokens) {}
+      : temp_(temp), state_(state), p_(p), tokens_(tokens), held_len_(0), held_items_(0), held_groups_(0) {}
 
   /// The launch's partition size, items and largest partition count (every thread gets the same).
   /// Leaves the cursor at the first chunk of sequences. exit_from >= 0: a block of that index or more
@@ -180,6 +185,8 @@ public:
       state_.uniform = true;
       state_.base = 0;
       state_.count = 0;
+      state_.chunk_items = 0;
+      state_.chunk_groups = 0;
       state_.first_item = 0;
       state_.first_group = 0;
     }
@@ -210,37 +217,35 @@ public:
 
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
   /// one given to the constructor). Every thread of the block calls it with the same index, and a block's
-  /// indices never decrease; every thread gets the item. The temporary storage is free on return.
+  /// indices never decrease; every thread gets the item. The temporary storage is free on return, and
+  /// whatever the caller writes there before the next call does not matter.
   PAGEDATTN_DEVICE PlannedItem ItemAt(unsigned long long index)
   {
     if (state_.uniform) { return UniformItemAt(index); }
-    while (static_cast<unsigned long long>(state_.first_item) + ChunkItems() <= index && state_.base < p_.num_seqs)
+    while (static_cast<unsigned long long>(state_.first_item) + static_cast<unsigned long long>(state_.chunk_items) <= index &&
+           state_.base + state_.count < p_.num_seqs)
     {
       NextChunk();
     }
-    const int n = state_.count;
-    int lo = 0, hi = n - 1; // the chunk's first sequence whose inclusive scan exceeds the offset
+    // The thread whose sequence's run of items holds the offset (exactly one) names it.
     const int offset_in_chunk = static_cast<int>(index - static_cast<unsigned long long>(state_.first_item));
-    while (lo < hi)
+    const SequenceSchedule held = schedule_sequence(held_len_, valid(held_len_), tokens_, partition_group_size);
+    const int held_own = p_.segments_per_seq * held.items_per_seg;
+    if (static_cast<int>(threadIdx.x) < state_.count && held_items_ > offset_in_chunk && held_items_ - held_own <= offset_in_chunk)
     {
-      const int mid = (lo + hi) / 2;
-      if (temp_.scan_items[mid] > offset_in_chunk) { hi = mid; }
-      else { lo = mid + 1; }
+      state_.found[0] = static_cast<int>(threadIdx.x);
+      state_.found[1] = held_len_;
+      state_.found[2] = held_items_;
+      state_.found[3] = held_groups_;
     }
-    const int seq = state_.base + lo;
-    const int len = temp_.lens[lo];
+    __syncthreads();
+    const int seq = state_.base + state_.found[0], len = state_.found[1], scan_items = state_.found[2], scan_groups = state_.found[3];
     const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
     const int own_items = p_.segments_per_seq * s.items_per_seg;
-    const int offset = offset_in_chunk - (temp_.scan_items[lo] - own_items);
-    const long long group0 = state_.first_group + temp_.scan_groups[lo] - p_.segments_per_seq * s.groups_per_seg;
-    __syncthreads(); // every thread has read the chunk: the caller may reuse the temporary storage
+    const int offset = offset_in_chunk - (scan_items - own_items);
+    const long long group0 = state_.first_group + scan_groups - p_.segments_per_seq * s.groups_per_seg;
+    __syncthreads(); // every thread has read the finder's values: the next call may write them
     return planned_item(seq, p_.segments_per_seq, s, offset, static_cast<int>(group0), len);
-  }
-
-  /// The cursor's chunk again, after the caller has reused the temporary storage.
-  PAGEDATTN_DEVICE void Reload()
-  {
-    if (!state_.uniform) { LoadChunk(state_.base, state_.first_item, state_.first_group, /*lens_loaded=*/false); }
   }
 
 private:
@@ -254,11 +259,6 @@ private:
   PAGEDATTN_DEVICE bool valid(int len) const { return valid_seq_len(len, p_.max_seq_len, p_.table_tokens); }
   /// The length the model counts: the sequence's, 0 where it is invalid (one item all the same).
   PAGEDATTN_DEVICE int valid_len(int len) const { return valid(len) ? len : 0; }
-
-  PAGEDATTN_DEVICE unsigned long long ChunkItems() const
-  {
-    return state_.count > 0 ? static_cast<unsigned long long>(temp_.scan_items[state_.count - 1]) : 0ull;
-  }
 
   /// Items of the whole launch with partitions of t tokens (when the choice did not count them).
   PAGEDATTN_DEVICE unsigned long long TotalItems(int t)
@@ -277,24 +277,24 @@ private:
   /// The chunk after the cursor's.
   PAGEDATTN_DEVICE void NextChunk()
   {
-    const long long first_item = state_.first_item + static_cast<long long>(ChunkItems());
-    const long long first_group = state_.first_group + (state_.count > 0 ? temp_.scan_groups[state_.count - 1] : 0);
+    const long long first_item = state_.first_item + state_.chunk_items;
+    const long long first_group = state_.first_group + state_.chunk_groups;
     const int base = state_.base + BlockThreads;
-    __syncthreads(); // every thread has read the old chunk
+    __syncthreads(); // every thread has read the old chunk's state
     LoadChunk(base, first_item, first_group, /*lens_loaded=*/false);
   }
 
   /// The chunk of sequences from `base`: their lengths (read here unless ChooseLaunch has), and inclusive
-  /// scans of their items and group slots.
+  /// scans of their items and group slots, thread j's entry held in its registers.
   PAGEDATTN_DEVICE void LoadChunk(int base, long long first_item, long long first_group, bool lens_loaded)
   {
     const int n = min_int(BlockThreads, p_.num_seqs - base);
     int items = 0, groups = 0;
+    held_len_ = 0;
     if (static_cast<int>(threadIdx.x) < n)
     {
-      const int len = lens_loaded ? temp_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
-      const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
-      if (!lens_loaded) { temp_.lens[threadIdx.x] = len; }
+      held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
+      const SequenceSchedule s = schedule_sequence(held_len_, valid(held_len_), tokens_, partition_group_size);
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;
     }
@@ -311,16 +311,22 @@ private:
       temp_.scan_groups[threadIdx.x] += add_groups;
       __syncthreads();
     }
+    held_items_ = temp_.scan_items[threadIdx.x];
+    held_groups_ = temp_.scan_groups[threadIdx.x];
     if (threadIdx.x == 0)
     {
       state_.uniform = false;
       state_.base = base;
       state_.count = n > 0 ? n : 0;
+      state_.chunk_items = n > 0 ? temp_.scan_items[n - 1] : 0;
+      state_.chunk_groups = n > 0 ? temp_.scan_groups[n - 1] : 0;
       state_.first_item = first_item;
       state_.first_group = first_group;
     }
-    __syncthreads();
+    __syncthreads(); // (the scans are read: the storage is free)
   }
+
+  int held_len_, held_items_, held_groups_; ///< thread j: the chunk's j-th sequence's length and inclusive scans
 };
 
 } // namespace pagedattn

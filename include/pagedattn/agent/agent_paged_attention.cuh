@@ -147,7 +147,6 @@ private:
       __syncthreads(); // every thread has the ticket before thread 0 writes the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      if (!first) { plan.Reload(); } // the fold has reused the plan's shared memory
       const PlannedItem item = plan.ItemAt(ticket);
       RunItem(item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, /*prefetched=*/false,
               &next_ticket);

@@ -9,10 +9,19 @@
 namespace pagedattn {
 namespace detail {
 
+/// Blocks per SM the decode kernel is compiled for (its launch bound).
+template <class Policy, int HeadDim, bool Persistent>
+constexpr int decode_launch_bound()
+{
+  return Persistent && HeadDim <= 128 && Policy::persistent_blocks_per_sm_to_head_128 > 0 ? Policy::persistent_blocks_per_sm_to_head_128
+                                                                                            : Policy::min_blocks_per_sm;
+}
+
 /// Persistent: a grid of the resident blocks that draw tickets until the items run out; else a block per
 /// item of the host's bound (AgentPagedAttention::Run).
 template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent>
-__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, PolicyChain::device_policy::min_blocks_per_sm)
+__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads,
+                                  (decode_launch_bound<typename PolicyChain::device_policy, HeadDim, Persistent>()))
 paged_attention_kernel(const PagedAttentionParams<T> params)
 {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
