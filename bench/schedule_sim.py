@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long a decode launch of given lengths takes for each partition size, by simulation, and which size
-the schedule model (agent/decode_schedule.cuh) picks: the evidence for its fixed cost (bench/NOTES.md,
-session 11). No GPU and no packages needed.
+the schedule model (agent/decode_schedule.cuh) picks at several fixed costs (bench/NOTES.md, session 11).
+No GPU and no packages needed.
 
 The simulated launch: W thread blocks (264: 132 SMs x 2) take the work items in ticket order (sequence
 by sequence, as the device plan lays them out); each item first spends `overhead_us` without streaming

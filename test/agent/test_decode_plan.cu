@@ -55,7 +55,7 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     }
     if (trial % 7 == 5) { lens.assign(lens.size(), max_seq_len); } // uniform at the bound: the fast path
     INFO("trial " << trial << ", " << BlockThreads << " threads: " << lens.size() << " sequences under " << max_seq_len);
-    const pagedattn::ScheduleModel model{264, pagedattn::fixed_cost_tokens(256, 2), 4096};
+    const pagedattn::ScheduleModel model{264, 64, 4096};
     const std::size_t segments = lens.size() * segments_per_seq;
     const int host = test::host_tokens(model, segments, max_seq_len, fixed); // as make_plan
     const auto capacity = pagedattn::schedule_capacity(model, segments, max_seq_len, fixed, host, pagedattn::partition_group_size);

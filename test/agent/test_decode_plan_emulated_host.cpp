@@ -35,7 +35,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   }
   if (trial % 7 == 5) { lens.assign(lens.size(), max_seq_len); } // uniform at the bound: the fast path
   INFO("trial " << trial << ", " << BlockThreads << " threads, " << lens.size() << " sequences under " << max_seq_len);
-  const ScheduleModel model{264, pagedattn::fixed_cost_tokens(256, 2), trial % 6 == 5 ? 2048 : 4096};
+  const ScheduleModel model{264, 64, trial % 6 == 5 ? 2048 : 4096};
   const std::size_t segments = lens.size() * segments_per_seq;
   const int host = test::host_tokens(model, segments, max_seq_len, fixed); // as make_plan
   const auto capacity = schedule_capacity(model, segments, max_seq_len, fixed, host, partition_group_size);

@@ -29,9 +29,9 @@ TEST_CASE("schedule model: partitions and work items of a sequence", "[schedule]
   CHECK(pagedattn::items_of(-1, 64) == 1); // an invalid one: one block writes its NaN
   CHECK(pagedattn::items_of(65, 64) == 2);
   // fp16 at head 256: 1 KB of K and V per token, so the 64 KB fixed cost is 64 tokens.
-  CHECK(pagedattn::fixed_cost_tokens(256, 2) == 256);
-  CHECK(pagedattn::fixed_cost_tokens(128, 4) == 256);
-  CHECK(pagedattn::fixed_cost_tokens(80, 2) == 820); // rounded up
+  CHECK(pagedattn::fixed_cost_tokens(256, 2) == 64);
+  CHECK(pagedattn::fixed_cost_tokens(128, 4) == 64);
+  CHECK(pagedattn::fixed_cost_tokens(80, 2) == 205); // rounded up
 }
 
 TEST_CASE("schedule model: candidates are the multiples of 32 from the longest sequence down to 32", "[schedule][host]")
@@ -108,7 +108,7 @@ struct Launch {
   int max_seq_len = 0;
   long long table_tokens = 0;
   int fixed_tokens = 0;
-  ScheduleModel model{264, pagedattn::fixed_cost_tokens(256, 2), 4096}; // H200 (132 SMs, 2 blocks each), fp16, head 256, block 16
+  ScheduleModel model{264, 64, 4096}; // H200 (132 SMs, 2 blocks each), fp16, head 256, block 16
   std::size_t num_seqs = 0;
 
   pagedattn::ScheduleCapacity capacity() const

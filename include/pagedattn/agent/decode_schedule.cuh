@@ -31,15 +31,10 @@ struct ScheduleModel {
 /// 64 blocks of two, bench/NOTES.md v19).
 inline constexpr int min_auto_partition_tokens = 32;
 
-/// A work item's fixed cost (its block's launch or ticket, sequence length and block ids, the first
-/// tile's round trip, its part of the combine) in bytes of K and V that its block could have streamed
-/// meanwhile at its share of the bandwidth (~16 GB/s on H200). Measured per item ~9 µs (bench/NOTES.md,
-/// session 11: ~150 KB); 256 KB is the value whose choices came closest to the best partition size in a
-/// simulation of the ticket order calibrated on the uniform rows (bench/schedule_sim.py: 2.4 % slower
-/// than the best on average over random batches, against 4.4 % at the 64 KB of v20-v21). Every uniform
-/// shape of bench_decode keeps the partition size it had at 64 KB; skewed batches get longer partitions
-/// (1x32768+63x100: 512 tokens instead of 256).
-inline constexpr int block_fixed_cost_bytes = 256 * 1024;
+/// A block's fixed cost (sequence length and block ids, the first tile's round trip, its part of the
+/// combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of the
+/// bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
+inline constexpr int block_fixed_cost_bytes = 64 * 1024;
 
 /// The fixed cost in tokens for a head size and element size: K and V of one token of one KV head.
 PAGEDATTN_HOST_DEVICE int fixed_cost_tokens(int head_size, int element_bytes)
