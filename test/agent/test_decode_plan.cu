@@ -67,8 +67,9 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     test::DeviceBuffer<pagedattn::PlannedItem> d_items(capacity.items), d_strided(capacity.items);
     d_items.poison();
     d_strided.poison();
-    const pagedattn::DecodePlanParams params{d_lens.get(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
-                                             pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host};
+    pagedattn::DecodePlanParams params{d_lens.get(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
+                                       pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, {}};
+    params.uniform = pagedattn::uniform_layout_of(params, pagedattn::partition_group_size);
     plan_items_kernel<BlockThreads><<<2, BlockThreads>>>(params, d_launch.get(), d_items.get(), d_strided.get());
     CUDA_CHECK_LAUNCH();
     const auto launch = d_launch.download()[0];

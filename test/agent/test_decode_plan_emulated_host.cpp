@@ -44,7 +44,8 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   const PlannedItem poison{-7, -7, -7, -7, -7, {-7, -7, -7}};
   std::vector<PlannedItem> items(capacity.items, poison), strided(capacity.items, poison);
   PlannedLaunch launch{-1, -1, -1, -1};
-  const DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host};
+  DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, {}};
+  params.uniform = pagedattn::uniform_layout_of(params, partition_group_size);
   using Plan = AgentDecodePlan<BlockThreads>;
   static typename Plan::TempStorage temp; // the block's static shared memory
   static typename Plan::CursorState cursor;

@@ -198,21 +198,21 @@ public:
   /// barrier): what UniformLaunch() returns, for a caller that has not yet read the lengths.
   PAGEDATTN_DEVICE PlannedLaunch UniformLaunchOf() const
   {
-    const int t = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
-    const int per_seq = p_.segments_per_seq * items_of(p_.max_seq_len, t);
-    return PlannedLaunch{t, p_.num_seqs * per_seq, partitions_of(p_.max_seq_len, t), 0};
+    const UniformLayout& u = p_.uniform;
+    return PlannedLaunch{u.partition_tokens, p_.num_seqs * u.items_per_seq, u.partitions, 0};
   }
 
-  /// Item `index` of UniformLaunchOf()'s plan (what ItemAt() returns after UniformLaunch()).
+  /// Item `index` of UniformLaunchOf()'s plan (what ItemAt() returns after UniformLaunch()): planned_item's
+  /// record, by the host's divisors.
   PAGEDATTN_DEVICE PlannedItem UniformItemAt(unsigned long long index) const
   {
-    const int t = p_.fixed_tokens > 0 ? p_.fixed_tokens : p_.host_tokens;
-    const SequenceSchedule s = schedule_sequence(p_.max_seq_len, true, t, partition_group_size);
-    const int per_seq = p_.segments_per_seq * s.items_per_seg;
-    const unsigned i = static_cast<unsigned>(index); // < the launch's items, which are ints (validate_plan)
-    const int seq = static_cast<int>(i / static_cast<unsigned>(per_seq));
-    const int offset = static_cast<int>(i % static_cast<unsigned>(per_seq));
-    return planned_item(seq, p_.segments_per_seq, s, offset, seq * p_.segments_per_seq * s.groups_per_seg, p_.max_seq_len);
+    const UniformLayout& u = p_.uniform;
+    const int i = static_cast<int>(index); // < the launch's items, which are ints (validate_plan)
+    const int seq = u.by_items_per_seq.quotient(i);
+    const int offset = i - seq * u.items_per_seq;
+    const int k = u.by_items_per_seg.quotient(offset);
+    const int segment = seq * p_.segments_per_seq + k;
+    return PlannedItem{segment, offset - k * u.items_per_seg, u.partitions, segment * u.groups_per_seg, p_.max_seq_len, {0, 0, 0}};
   }
 
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the

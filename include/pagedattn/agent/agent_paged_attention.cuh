@@ -174,9 +174,11 @@ private:
   };
   PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
   {
-    const int head_part = item.segment % p_.head_parts;
-    const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
-    return {item.segment / (p_.head_parts * p_.num_kv_heads), kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
+    const int seq = p_.by_segments_per_seq.quotient(item.segment);
+    const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
+    const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
+    const int head_part = k - kv_head * p_.head_parts;
+    return {seq, kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
             detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), item.partition * partition_tokens};
   }
 

@@ -29,6 +29,7 @@ struct PagedAttentionParams {
 
   // Derived by the dispatch.
   int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
+  PartitionDivisor by_segments_per_seq, by_head_parts; ///< a segment's sequence and KV head by multiplies (AgentPagedAttention::PlaceOf)
   int gqa_ratio;
   /// What every block plans its work from (AgentDecodePlan): the lengths, the schedule model, the storage.
   DecodePlanParams plan;

@@ -178,6 +178,18 @@ struct alignas(16) PlannedLaunch {
   int reserved;
 };
 
+/// The plan of a batch whose every length is max_seq_len (partitions of t tokens), with the divisors by
+/// which a block finds item i by multiplies and shifts (AgentDecodePlan::UniformItemAt): the host works
+/// them out once per launch (uniform_layout_of), the blocks only read them.
+struct UniformLayout {
+  int partition_tokens;
+  int partitions;      ///< per segment
+  int items_per_seg;
+  int groups_per_seg;
+  int items_per_seq;   ///< segments_per_seq * items_per_seg
+  PartitionDivisor by_items_per_seq, by_items_per_seg;
+};
+
 /// What the plan is made from: the lengths and what the host knows.
 struct DecodePlanParams {
   const int* seq_lens;
@@ -189,6 +201,7 @@ struct DecodePlanParams {
   unsigned long long item_budget;    ///< the most items the model may choose (plan_item_budget)
   int fixed_tokens;                 ///< > 0: the caller's partition size
   int host_tokens;                  ///< the host's choice at max_seq_len: the plan of a batch whose every length is max_seq_len
+  UniformLayout uniform;            ///< that plan's layout: uniform_layout_of(*this, partition_group_size)
 };
 
 /// The host's bound on what a planned launch may need.
@@ -247,6 +260,17 @@ PAGEDATTN_HOST_DEVICE SequenceSchedule schedule_sequence(int seq_len, bool valid
 {
   const int p = valid ? partitions_of(seq_len, t) : 0;
   return {valid ? p : -1, p > 0 ? p : 1, groups_of(p, group_size)};
+}
+
+/// The layout of the plan of a batch whose every length is max_seq_len, with the caller's or the host's
+/// partition size (the host fills DecodePlanParams::uniform with it; group_size: partition_group_size).
+PAGEDATTN_HOST_DEVICE UniformLayout uniform_layout_of(const DecodePlanParams& p, int group_size)
+{
+  const int t = p.fixed_tokens > 0 ? p.fixed_tokens : p.host_tokens;
+  const int per_seg = items_of(p.max_seq_len, t);
+  const int per_seq = p.segments_per_seq * per_seg;
+  return {t, partitions_of(p.max_seq_len, t), per_seg, groups_of(partitions_of(p.max_seq_len, t), group_size),
+          per_seq, PartitionDivisor::of(per_seq > 0 ? per_seq : 1), PartitionDivisor::of(per_seg)};
 }
 
 /// The record of the item at `offset` items into a sequence's run (first_group: the sequence's first).

@@ -45,7 +45,11 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
                              plan.model,
                              plan_item_budget(plan.model, plan.num_segments, plan.capacity.items),
                              a.partition_tokens,
-                             plan.host_tokens};
+                             plan.host_tokens,
+                             {}};
+  p.plan.uniform = uniform_layout_of(p.plan, partition_group_size);
+  p.by_segments_per_seq = PartitionDivisor::of(plan.segments_per_seq);
+  p.by_head_parts = PartitionDivisor::of(plan.head_split.head_parts);
   p.cooperative = plan.cooperative;
   p.words_zeroed = plan.init_pass;
   p.reset_words = plan.layout.reset_bytes / sizeof(unsigned);
