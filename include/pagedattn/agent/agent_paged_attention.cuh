@@ -100,9 +100,10 @@ public:
   /// - otherwise tickets: a block that looks back waits only on items of smaller tickets, whose blocks
   ///   have started, so any number of resident blocks makes progress.
   /// Persistent: a grid of the resident blocks, each drawing tickets until the items run out (a graph's
-  /// launch, whose bound may be far above the lengths it replays). Else a block per item of the bound, each
-  /// taking one ticket: no loop around the fold, which keeps its registers (a loop costs the tensor-core
-  /// fold 23 registers at head 256 and 48 at head 128, bench/NOTES.md).
+  /// launch, whose bound may be far above the lengths it replays, and a plain one whose bound admits many
+  /// waves of items). Else a block per item of the bound, each taking one ticket: no loop around the fold,
+  /// which keeps its registers (a loop costs the tensor-core fold 24 registers at head 256 and 51 at head
+  /// 128 before the policy's bound, bench/NOTES.md).
   template <bool Persistent>
   PAGEDATTN_DEVICE void Run()
   {
@@ -127,7 +128,8 @@ private:
     int seq, kv_head, first_head, heads, first_token;
   };
 
-  /// A persistent launch (a graph's): the blocks draw tickets until the items run out.
+  /// A persistent launch (a graph's, or a plain one under a loose bound): the blocks draw tickets until the
+  /// items run out.
   PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
   {
     const PlannedLaunch launch = plan.ChooseLaunch();
