@@ -167,9 +167,8 @@ private:
 
   /// A persistent block's next item: thread 0 draws its ticket when the fold's last tile begins; once the
   /// partition is folded the block finds the item and loads its block ids into registers while it combines
-  /// the current one (an item in the plan's current chunk: finding one further on would reuse the shared
-  /// memory the combine is using). Every fold takes this path (the emulated CUDA-core decode tests it);
-  /// only the tensor-core fold has block ids to load.
+  /// the current one (a fold that stages block ids, and an item in the plan's current chunk: finding one
+  /// further on would reuse the shared memory the combine is using).
   struct NextItem {
     Plan* plan;
     int total_items;
@@ -181,18 +180,21 @@ private:
   PAGEDATTN_DEVICE void LookAhead(NextItem& next, int partition_tokens)
   {
     next.found = false;
-    if (threadIdx.x == 0) { temp_.ticket = next.ticket; }
-    __syncthreads();
-    const unsigned ticket = temp_.ticket;
-    if (ticket < static_cast<unsigned>(next.total_items) && next.plan->Holds(ticket)) // (the whole block)
+    if constexpr (Fold::stages_block_ids)
     {
-      next.item = next.plan->ItemAt(ticket);
-      if (next.item.num_partitions > 0) // (the CUDA-core fold stages no block ids: nothing to load)
+      if (threadIdx.x == 0) { temp_.ticket = next.ticket; }
+      __syncthreads();
+      const unsigned ticket = temp_.ticket;
+      if (ticket < static_cast<unsigned>(next.total_items) && next.plan->Holds(ticket)) // (the whole block)
       {
-        const ItemPlace place = PlaceOf(next.item, partition_tokens);
-        next.ids = Fold::LoadBlockIds(p_, place.seq, place.first_token, partition_tokens);
+        next.item = next.plan->ItemAt(ticket);
+        if (next.item.num_partitions > 0)
+        {
+          const ItemPlace place = PlaceOf(next.item, partition_tokens);
+          next.ids = Fold::LoadBlockIds(p_, place.seq, place.first_token, partition_tokens);
+        }
+        next.found = true;
       }
-      next.found = true;
     }
   }
 

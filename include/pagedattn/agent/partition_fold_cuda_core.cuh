@@ -33,7 +33,8 @@ public:
   };
 
   /// Nothing to stage: the warp tiles read the block table as they go.
-  struct BlockIds {}; ///< (LoadBlockIds and StoreBlockIds: nothing to stage)
+  static constexpr bool stages_block_ids = false;
+  struct BlockIds {};
   static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T>&, int, int, int) {}
   static PAGEDATTN_DEVICE BlockIds LoadBlockIds(const PagedAttentionParams<T>&, int, int, int) { return {}; }
   static PAGEDATTN_DEVICE void StoreBlockIds(TempStorage&, const PagedAttentionParams<T>&, int, int, const BlockIds&) {}

@@ -46,6 +46,8 @@ public:
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
   };
 
+  /// The fold stages its partition's block-table entries (Prefetch, or LoadBlockIds then StoreBlockIds).
+  static constexpr bool stages_block_ids = true;
   /// A thread's share of a partition's block-table entries, in registers (LoadBlockIds).
   struct BlockIds {
     int id[(max_partition_blocks + block_threads - 1) / block_threads];
