@@ -215,14 +215,6 @@ public:
     return PlannedItem{segment, offset - k * u.items_per_seg, u.partitions, segment * u.groups_per_seg, p_.max_seq_len, {0, 0, 0}};
   }
 
-  /// Whether ItemAt(index) finds the item without moving to a later chunk of sequences, so without touching
-  /// the temporary storage (every thread gets the same answer).
-  PAGEDATTN_DEVICE bool Holds(unsigned long long index) const
-  {
-    return state_.uniform || (index >= static_cast<unsigned long long>(state_.first_item) &&
-                              index < static_cast<unsigned long long>(state_.first_item) + static_cast<unsigned long long>(state_.chunk_items));
-  }
-
   /// Work item `index` (< the launch's total_items) of the plan with ChooseLaunch's partition size (or the
   /// one given to the constructor). Every thread of the block calls it with the same index, and a block's
   /// indices never decrease; every thread gets the item. The temporary storage is free on return, and

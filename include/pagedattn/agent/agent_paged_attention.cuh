@@ -123,13 +123,11 @@ public:
   }
 
 private:
-  /// Where a work item lies: its sequence, KV head, query heads and first token (PlaceOf).
-  struct ItemPlace {
-    int seq, kv_head, first_head, heads, first_token;
-  };
-
   /// A persistent launch (a graph's, or a plain one under a loose bound): the blocks draw tickets until the
-  /// items run out.
+  /// items run out. A block draws its next ticket only when it is done with its item: drawn earlier (when
+  /// the partition is folded, or when its last tile begins), the item waits for this one's combine while
+  /// idle blocks could take it, which measured 3-12 % slower on the skewed batches (bench/NOTES.md,
+  /// session 12).
   PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
   {
     const PlannedLaunch launch = plan.ChooseLaunch();
@@ -145,56 +143,17 @@ private:
       if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
-    NextItem next{&plan, launch.total_items, 0u, false, {}, {}};
-    for (bool first = true;; first = false)
+    for (;;)
     {
-      if (threadIdx.x == 0) { temp_.ticket = first ? arch::atomic_fetch_add(p_.state.ticket, 1u) : next.ticket; }
+      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
       __syncthreads();
       const unsigned ticket = temp_.ticket;
       __syncthreads(); // every thread has the ticket before thread 0 writes the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      const bool found = !first && next.found; // (the whole block: found from the shared ticket)
-      PlannedItem item = next.item;
-      if (!found) { item = plan.ItemAt(ticket); }
-      const ItemPlace place = PlaceOf(item, launch.partition_tokens);
-      const bool staged = found && item.num_partitions > 0;
-      if (staged) { Fold::StoreBlockIds(temp_.phase.fold, p_, place.first_token, launch.partition_tokens, next.ids); }
-      RunItem(item, place, ticket, launch.partition_tokens, /*one_wave=*/false, /*prefetched=*/staged, &next);
+      const PlannedItem item = plan.ItemAt(ticket);
+      RunItem(item, ticket, launch.partition_tokens, /*one_wave=*/false);
       __syncthreads(); // the storage is free for the next item
-    }
-  }
-
-  /// A persistent block's next item: thread 0 draws its ticket when the fold's last tile begins; once the
-  /// partition is folded the block finds the item and loads its block ids into registers while it combines
-  /// the current one (a fold that stages block ids, and an item in the plan's current chunk: finding one
-  /// further on would reuse the shared memory the combine is using).
-  struct NextItem {
-    Plan* plan;
-    int total_items;
-    unsigned ticket; ///< thread 0's, until LookAhead() shares it
-    bool found;
-    PlannedItem item;
-    typename Fold::BlockIds ids;
-  };
-  PAGEDATTN_DEVICE void LookAhead(NextItem& next, int partition_tokens)
-  {
-    next.found = false;
-    if constexpr (Fold::stages_block_ids)
-    {
-      if (threadIdx.x == 0) { temp_.ticket = next.ticket; }
-      __syncthreads();
-      const unsigned ticket = temp_.ticket;
-      if (ticket < static_cast<unsigned>(next.total_items) && next.plan->Holds(ticket)) // (the whole block)
-      {
-        next.item = next.plan->ItemAt(ticket);
-        if (next.item.num_partitions > 0)
-        {
-          const ItemPlace place = PlaceOf(next.item, partition_tokens);
-          next.ids = Fold::LoadBlockIds(p_, place.seq, place.first_token, partition_tokens);
-        }
-        next.found = true;
-      }
     }
   }
 
@@ -211,6 +170,11 @@ private:
     GridBarrier::Sync();
   }
 
+  /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by
+  /// runtime values: worked out while the block waits for a load where it can).
+  struct ItemPlace {
+    int seq, kv_head, first_head, heads, first_token;
+  };
   PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
   {
     const int seq = p_.by_segments_per_seq.quotient(item.segment);
@@ -320,14 +284,9 @@ private:
   {
     RunItem(item, PlaceOf(item, partition_tokens), index, partition_tokens, one_wave, false);
   }
-  /// With the item's place worked out (PlaceOf), and its block ids perhaps staged already. next (a
-  /// persistent block's): thread 0 draws the block's next ticket when the last tile's fold begins, and the
-  /// block looks that item up while it combines this one (NextItem). Drawn before this item is done, that
-  /// ticket's item waits at most for the last tile and the combine: the smallest unfinished item is always
-  /// being folded or combined by its block, and looks back only on smaller ones, so every launch still
-  /// makes progress.
+  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already.
   PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
-                                bool prefetched, NextItem* next = nullptr)
+                                bool prefetched)
   {
     const int seq = place.seq, kv_head = place.kv_head, first_head = place.first_head, heads = place.heads;
     const int first_token = place.first_token;
@@ -340,8 +299,6 @@ private:
       const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
       for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
       if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
-      if (next && threadIdx.x == 0) { next->ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
-      if (next) { next->found = false; }
       if constexpr (one_wave_capable)
       {
         if (one_wave) { GridBarrier::Sync(); }
@@ -352,12 +309,9 @@ private:
     // ---- fold this partition's tokens into the block's partial ---------------------------------------------
     const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len)};
     PartialStorage& own = temp_.partial();
-    const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values, [&] {
-      if (next && threadIdx.x == 0) { next->ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
-    });
+    const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
     PAGEDATTN_TRACE_POINT(TracePoint::partition_folded);
-    if (next) { LookAhead(*next, partition_tokens); }
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);

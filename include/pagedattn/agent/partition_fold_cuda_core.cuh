@@ -33,19 +33,13 @@ public:
   };
 
   /// Nothing to stage: the warp tiles read the block table as they go.
-  static constexpr bool stages_block_ids = false;
-  struct BlockIds {};
   static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T>&, int, int, int) {}
-  static PAGEDATTN_DEVICE BlockIds LoadBlockIds(const PagedAttentionParams<T>&, int, int, int) { return {}; }
-  static PAGEDATTN_DEVICE void StoreBlockIds(TempStorage&, const PagedAttentionParams<T>&, int, int, const BlockIds&) {}
 
   /// Block-wide. Writes the block's partial of each head h < work.heads to stats[2h], stats[2h + 1]
   /// (max score, exp sum) and values[h * HeadDim + d]; returns true (in every thread) if a live token's
-  /// block id lay outside the cache (that tile was skipped, never read). on_last_tile(): called by every
-  /// thread once, when the warps' tiles are done and the block reduce begins.
-  template <class OnLastTile>
+  /// block id lay outside the cache (that tile was skipped, never read).
   static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
-                                   float* values, OnLastTile&& on_last_tile)
+                                   float* values)
   {
     if (threadIdx.x == 0) { temp.invalid = 0; }
     WarpTile::LoadQueries(temp.tile, p, work.seq, work.first_head, work.heads, block_threads);
@@ -65,7 +59,6 @@ public:
       warp_tile.Consume(WarpTileContext{work.kv_head, work.first_head, work.heads, work.seq_len, token0, work.end_token, block_id});
     }
     __syncthreads(); // every warp is done with phase.loop before phase.reduce reuses it
-    on_last_tile();
 
     Reduce reduce(temp.phase.reduce);
 #pragma unroll

@@ -46,57 +46,22 @@ public:
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
   };
 
-  /// The fold stages its partition's block-table entries (Prefetch, or LoadBlockIds then StoreBlockIds).
-  static constexpr bool stages_block_ids = true;
-  /// A thread's share of a partition's block-table entries, in registers (LoadBlockIds).
-  struct BlockIds {
-    int id[(max_partition_blocks + block_threads - 1) / block_threads];
-  };
-
   /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
   /// table entries of the partition starting at first_token, as far as the table row goes. Run() reads
   /// only those of live tokens.
   static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_token, int partition_tokens)
   {
-    StoreBlockIds(temp, p, first_token, partition_tokens, LoadBlockIds(p, seq, first_token, partition_tokens));
-  }
-
-  /// Prefetch in two steps: issue the loads into registers (nothing waits for them; the shared memory is
-  /// not touched, so another partition may still be folded or combined there), then store them, before Run().
-  static PAGEDATTN_DEVICE BlockIds LoadBlockIds(const PagedAttentionParams<T>& p, int seq, int first_token, int partition_tokens)
-  {
     const int log2_block_size = 31 - __clz(p.block_size); // (8, 16 or 32: shifts, not divisions)
     const int first_block = first_token >> log2_block_size;
     const int blocks = min(partition_tokens >> log2_block_size, p.max_blocks_per_seq - first_block);
     const int* table = p.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + first_block;
-    BlockIds ids;
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(ids.id) / sizeof(int)); ++i)
-    {
-      const int b = static_cast<int>(threadIdx.x) + i * block_threads;
-      ids.id[i] = b < blocks ? table[b] : 0;
-    }
-    return ids;
-  }
-  static PAGEDATTN_DEVICE void StoreBlockIds(TempStorage& temp, const PagedAttentionParams<T>& p, int first_token, int partition_tokens,
-                                             const BlockIds& ids)
-  {
-    const int log2_block_size = 31 - __clz(p.block_size);
-    const int blocks = min(partition_tokens >> log2_block_size, p.max_blocks_per_seq - (first_token >> log2_block_size));
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(ids.id) / sizeof(int)); ++i)
-    {
-      const int b = static_cast<int>(threadIdx.x) + i * block_threads;
-      if (b < blocks) { temp.block_ids[b] = ids.id[i]; }
-    }
+    for (int b = threadIdx.x; b < blocks; b += block_threads) { temp.block_ids[b] = table[b]; }
   }
 
   /// Block-wide, after Prefetch; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills
   /// its tokens, and the caller poisons the partial), except that stats and values may alias `temp`.
-  /// on_last_tile(): called by every thread once, when the last tile's fold begins.
-  template <class OnLastTile>
   static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
-                                   float* values, OnLastTile&& on_last_tile)
+                                   float* values)
   {
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
@@ -126,7 +91,6 @@ public:
       arch::copy_async_wait<stages - 2>();
       __syncthreads();
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      if (i == tiles - 1) { on_last_tile(); }
       load(i + stages - 1);
       tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
     }
