@@ -1,10 +1,12 @@
 // Decode benchmark: DevicePagedAttention::Decode over a table of shapes (Qwen3.6 and two other GQA
-// configurations, long single sequences, serving batches and latency-bound small steps), each checked
-// against an fp64 CPU reference, timed cold (L2 flushed) and hot, and compared with the device's copy
-// bandwidth measured in the same run.
+// configurations, long single sequences, uniform batches and latency-bound small steps), then a serving
+// table (Qwen3.6: skewed and log-uniform batches, and CUDA graphs captured under a looser max_seq_len and
+// replayed, against a fresh launch at the true maximum), each checked against an fp64 CPU reference,
+// timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth measured in the same run.
 //
 //   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
-//       (--shape: only the rows of the table named, e.g. 1x16384@24/4/256; for profiling one launch)
+//       (--shape: only the rows named, e.g. 1x16384@24/4/256 or a serving row's name such as
+//        1x100000+63x512 or graph:32x1000@8192; for profiling one launch)
 //
 // Exit status: 0 if every row passed its accuracy check, 1 otherwise (the JSON is written either way),
 // 2 for bad arguments.
@@ -15,6 +17,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -46,11 +51,66 @@ struct Options {
   std::vector<std::string> only; ///< --shape: the rows to run (all when empty)
 };
 
+/// A serving batch of Qwen3.6 (24/4 heads, head 256): each sequence's length in a cache of `bound` tokens
+/// per sequence, launched with max_seq_len = bound. A graph row captures one launch and times its
+/// replays, against a fresh launch with max_seq_len at the true maximum.
+struct ServingShape {
+  std::string name;
+  std::vector<int> lens;
+  int bound; ///< max_seq_len: the longest length, or the bound a graph was captured under
+  bool graph;
+};
+
+/// n lengths log-uniform in [lo, hi], from a fixed seed: the same batch in every run.
+std::vector<int> log_uniform_lengths(int n, int lo, int hi, std::uint64_t seed)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(std::log(double(lo)), std::log(double(hi)));
+  std::vector<int> lens(std::size_t(n), 0);
+  for (int& len : lens) { len = std::min(hi, std::max(lo, int(std::lround(std::exp(u(rng)))))); }
+  return lens;
+}
+
+/// One long sequence, then `short_count` of `short_len` tokens.
+std::vector<int> skewed_lengths(int long_len, int short_count, int short_len)
+{
+  std::vector<int> lens(std::size_t(short_count) + 1, short_len);
+  lens[0] = long_len;
+  return lens;
+}
+
+std::vector<ServingShape> serving_shapes()
+{
+  return {
+      {"1x32768+63x100", skewed_lengths(32768, 63, 100), 32768, false},
+      {"1x100000+63x512", skewed_lengths(100000, 63, 512), 100000, false},
+      {"64xlog100-100000", log_uniform_lengths(64, 100, 100000, 64), 100000, false},
+      {"256xlog16-8192", log_uniform_lengths(256, 16, 8192, 256), 8192, false},
+      {"graph:1x1000@65536", std::vector<int>(1, 1000), 65536, true},
+      {"graph:64x1000@65536", std::vector<int>(64, 1000), 65536, true},
+      {"graph:32x1000@8192", std::vector<int>(32, 1000), 8192, true},
+      {"graph:32x1000@131072", std::vector<int>(32, 1000), 131072, true},
+      // The skewed and log-uniform batches replayed from a graph captured at their own bound: the
+      // persistent grid's schedule of the same work as the fresh rows above.
+      {"graph:1x32768+63x100@32768", skewed_lengths(32768, 63, 100), 32768, true},
+      {"graph:1x100000+63x512@100000", skewed_lengths(100000, 63, 512), 100000, true},
+      {"graph:64xlog100-100000@100000", log_uniform_lengths(64, 100, 100000, 64), 100000, true},
+      {"graph:256xlog16-8192@8192", log_uniform_lengths(256, 16, 8192, 256), 8192, true},
+      // Uniform batches replayed from a graph captured at their own length: the persistent grid against
+      // the fresh launch's grid of one block per item.
+      {"graph:64x4096@4096", std::vector<int>(64, 4096), 4096, true},
+      {"graph:256x1024@1024", std::vector<int>(256, 1024), 1024, true},
+      {"graph:1x100000@100000", std::vector<int>(1, 100000), 100000, true},
+  };
+}
+
 struct Row {
-  BenchShape shape;
+  BenchShape shape; ///< a serving row: num_seqs, its longest length, the heads
   double median_us, hot_us, bytes, gbps, pct_copy, rel_err;
   bool ok;
   std::uint64_t output_fnv1a; ///< FNV-1a of the output's bytes: equal across builds iff the bits are
+  std::string serving_name;   ///< a serving row's name (empty: a row of the uniform table)
+  double fresh_us = std::numeric_limits<double>::quiet_NaN(); ///< graph rows: a fresh launch at the true maximum
 };
 
 /// 64-bit FNV-1a of a buffer's bytes (the output fingerprint that shows two builds give the same bits).
@@ -114,7 +174,60 @@ Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_d
   return r;
 }
 
+/// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
+template <class T>
+Row run_serving(const ServingShape& sh, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
+  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size};
+  paged_decode::PagedDecodeProblem<T> problem(shape, /*seed=*/20261201);
+  problem.set_seq_lens(sh.lens);
+  pagedattn::DecodeArguments<T> args = problem.arguments(); // max_seq_len = the bound
+  pagedattn::DecodeArguments<T> fresh_args = args;
+  fresh_args.max_seq_len = longest;
+  std::size_t temp_bytes = 0, fresh_bytes = 0;
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, fresh_bytes, fresh_args)));
+  paged_decode::DeviceArray<char> temp(std::max(temp_bytes, fresh_bytes));
+  auto fresh = [&] {
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), fresh_bytes, fresh_args, stream)));
+  };
+
+  cudaGraphExec_t exec = nullptr;
+  std::function<void()> decode = fresh;
+  if (sh.graph)
+  {
+    cudaGraph_t graph;
+    PAGEDATTN_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+    PAGEDATTN_CHECK(cudaStreamEndCapture(stream, &graph));
+    PAGEDATTN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    PAGEDATTN_CHECK(cudaGraphDestroy(graph));
+    decode = [&] { PAGEDATTN_CHECK(cudaGraphLaunch(exec, stream)); };
+  }
+
+  decode(); // the output starts as NaN: this launch's result is the one checked
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  const std::vector<T> output = problem.download_output();
+  const double rel_err = problem.max_relative_error(output, problem.sample_pairs(reference_pairs));
+  const double tolerance = std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3;
+
+  Row r{{shape.num_seqs, longest, shape.num_heads, shape.num_kv_heads, shape.head_size}, 0, 0, problem.bytes_moved(), 0, 0, rel_err,
+        rel_err < tolerance, fnv1a(output), sh.name};
+  r.median_us = paged_decode::median_launch_us(decode, launches, stream, &flush);
+  r.hot_us = paged_decode::median_hot_us(decode, launches, stream);
+  if (sh.graph)
+  {
+    r.fresh_us = paged_decode::median_launch_us(fresh, launches, stream, &flush);
+    PAGEDATTN_CHECK(cudaGraphExecDestroy(exec));
+  }
+  r.gbps = r.bytes / (r.median_us * 1e3);
+  r.pct_copy = 100.0 * r.gbps / copy_gbps;
+  return r;
+}
+
 std::string shape_name(const BenchShape& b) { return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len); }
+std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
 std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }
 
 bool write_json(const Options& o, const char* device, double copy_gbps, int launches, std::size_t flush_bytes, const std::vector<Row>& rows)
@@ -133,11 +246,16 @@ bool write_json(const Options& o, const char* device, double copy_gbps, int laun
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
                  "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"rel_err\": %s, \"ok\": %s, "
-                 "\"output_fnv1a\": \"%016llx\"}%s\n",
-                 shape_name(r.shape).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
+                 "\"output_fnv1a\": \"%016llx\"%s}%s\n",
+                 row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
                  r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.rel_err).c_str(),
-                 r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a), i + 1 < rows.size() ? "," : "");
+                 r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
+                 std::isnan(r.fresh_us) ? ""
+                                        : (", \"fresh_us\": " + bench_json::num(r.fresh_us) + ", \"ratio_vs_fresh\": " +
+                                           bench_json::num(r.median_us / r.fresh_us))
+                                              .c_str(),
+                 i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, " ]\n}\n");
   return std::fclose(f) == 0;
@@ -156,14 +274,24 @@ int run(const Options& o)
               "rel_err", "check", "output FNV-1a");
 
   auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
+  const std::vector<ServingShape> serving = serving_shapes();
   for (const std::string& wanted : o.only)
   {
-    if (std::none_of(std::begin(shapes), std::end(shapes), [&](const BenchShape& b) { return row_name(b) == wanted; }))
+    if (std::none_of(std::begin(shapes), std::end(shapes), [&](const BenchShape& b) { return row_name(b) == wanted; }) &&
+        std::none_of(serving.begin(), serving.end(), [&](const ServingShape& sh) { return sh.name == wanted; }))
     {
-      std::fprintf(stderr, "--shape %s: no such row (rows are named like 1x16384@24/4/256)\n", wanted.c_str());
+      std::fprintf(stderr, "--shape %s: no such row (rows are named like 1x16384@24/4/256 or 1x100000+63x512)\n", wanted.c_str());
       return 2;
     }
   }
+  auto print_row = [](const Row& r) {
+    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %-6s  %016llx", row_shape(r).c_str(), heads_name(r.shape).c_str(),
+                r.shape.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED",
+                static_cast<unsigned long long>(r.output_fnv1a));
+    if (!std::isnan(r.fresh_us)) { std::printf("  fresh %.1f us, ratio %.2f", r.fresh_us, r.median_us / r.fresh_us); }
+    std::printf("\n");
+    std::fflush(stdout);
+  };
 
   const paged_decode::L2Flush flush;
   cudaStream_t stream = nullptr;
@@ -173,10 +301,14 @@ int run(const Options& o)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
     const Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
-    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %-6s  %016llx\n", shape_name(b).c_str(), heads_name(b).c_str(),
-                b.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED",
-                static_cast<unsigned long long>(r.output_fnv1a));
-    std::fflush(stdout);
+    print_row(r);
+    rows.push_back(r);
+  }
+  for (const ServingShape& sh : serving)
+  {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
+    const Row r = run_serving<T>(sh, launches, copy_gbps, flush, stream);
+    print_row(r);
     rows.push_back(r);
   }
   PAGEDATTN_CHECK(cudaStreamDestroy(stream));

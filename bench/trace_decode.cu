@@ -5,14 +5,16 @@
 // microseconds go" for the latency-bound shapes: the launch and init pass, the prologue, the stream,
 // the combine's tail.
 //
-//   trace_decode [--hot] [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][@HEADS/KV_HEADS]]...
+//   trace_decode [--hot] [--graph] [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][+COUNTxSHORT][@HEADS/KV_HEADS]]...
+//       (+COUNTxSHORT: COUNT more sequences of SHORT tokens, max_seq_len LEN; --graph: the shapes after it
+//       are captured once in a CUDA graph and their replays traced)
 //       (fp16, block 16; 24/4 heads, head 256 and automatic partitions unless given; --hot: the timelines
 //       come from launches without an L2 flush before them)
 #include <cooperative_groups.h>
 
 #include <cstdio>
 
-__device__ unsigned long long trace_ns[1 << 16][21]; // [block][pagedattn::TracePoint]
+__device__ unsigned long long trace_ns[1 << 16][24]; // [block][pagedattn::TracePoint]: 24 columns (at least TracePoint::count)
 __device__ unsigned trace_sm[1 << 16];
 __device__ __forceinline__ unsigned sm_id()
 {
@@ -44,19 +46,22 @@ __device__ __forceinline__ unsigned sm_id()
 #include "../examples/support/paged_decode_problem.cuh"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace {
 
 using HeadDims = std::integer_sequence<int, 128, 256>;
-constexpr int points = 21;
-static_assert(points == static_cast<int>(pagedattn::TracePoint::count), "one name per trace point");
-const char* const point_names[points] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
+constexpr int columns = 24; // trace_ns's row
+constexpr int points = static_cast<int>(pagedattn::TracePoint::count);
+static_assert(points <= 24, "one name (and one trace_ns column) per trace point");
+const char* const point_names[24] = {"start", "tile chosen", "block ids", "first K/V tile", "partition folded",
                                          "aggregate stored", "group folded", "done", "fold: loads",
                                          "fold: factors", "fold: done", "group published", "looked back",
                                          "final fold", "slice: start", "slice: item 0 stats", "slice: stats landed",
-                                         "slice: values landed", "grid barrier", "slice: group stats", "slice: group values"};
+                                         "slice: values landed", "grid barrier", "slice: group stats", "slice: group values",
+                                         "plan: lengths read", "plan: chosen", "plan: scanned"};
 
 __global__ void empty_kernel() {}
 __global__ void grid_sync_kernel() { cooperative_groups::this_grid().sync(); }
@@ -78,6 +83,8 @@ __global__ void l2_latency_kernel(const unsigned* next, int steps, double* out)
 
 struct Shape {
   int seqs, len, head, partition_tokens, heads = 24, kv_heads = 4;
+  int short_count = 0, short_len = 0; ///< SEQSxLEN+COUNTxSHORT: COUNT more sequences of SHORT tokens
+  bool graph = false;                 ///< the timeline of a graph's replay (captured at max_seq_len LEN)
 };
 
 double percentile(std::vector<double> v, double q)
@@ -114,22 +121,39 @@ double median_event_us(F&& work, const paged_decode::L2Flush& flush, cudaStream_
 
 void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const paged_decode::L2Flush& write_flush, bool hot, cudaStream_t stream)
 {
-  const paged_decode::DecodeShape shape{sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, 16};
-  const paged_decode::PagedDecodeProblem<__half> problem(shape, 20261129);
+  const paged_decode::DecodeShape shape{sh.seqs + sh.short_count, sh.len, sh.heads, sh.kv_heads, sh.head, 16};
+  paged_decode::PagedDecodeProblem<__half> problem(shape, 20261129);
+  if (sh.short_count > 0)
+  {
+    std::vector<int> lens(std::size_t(sh.seqs), sh.len);
+    lens.resize(std::size_t(sh.seqs + sh.short_count), sh.short_len);
+    problem.set_seq_lens(lens);
+  }
   pagedattn::DecodeArguments<__half> args = problem.arguments();
   args.partition_tokens = sh.partition_tokens;
   std::size_t temp_bytes = 0;
   PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(nullptr, temp_bytes, args)));
   paged_decode::DeviceArray<char> temp(temp_bytes);
-  auto decode = [&] {
+  std::function<void()> decode = [&] {
     PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(temp.get(), temp_bytes, args, stream)));
   };
+  cudaGraphExec_t exec = nullptr;
+  if (sh.graph)
+  {
+    cudaGraph_t graph;
+    PAGEDATTN_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    decode();
+    PAGEDATTN_CHECK(cudaStreamEndCapture(stream, &graph));
+    PAGEDATTN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    PAGEDATTN_CHECK(cudaGraphDestroy(graph));
+    decode = [&] { PAGEDATTN_CHECK(cudaGraphLaunch(exec, stream)); };
+  }
   decode();
   PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
 
   void* trace = nullptr;
   PAGEDATTN_CHECK(cudaGetSymbolAddress(&trace, trace_ns));
-  std::vector<unsigned long long> host(std::size_t(1 << 16) * points);
+  std::vector<unsigned long long> host(std::size_t(1 << 16) * columns);
   const std::vector<double> event_us = event_times_us(decode, hot ? nullptr : &flush, stream, 5, [&] { // the last launch's timeline is printed
     PAGEDATTN_CHECK(cudaMemsetAsync(trace, 0, host.size() * sizeof(unsigned long long), stream));
   });
@@ -138,10 +162,12 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   std::size_t blocks = 0;
   for (std::size_t b = 0; b < (1u << 16); ++b)
   {
-    if (host[b * points]) { t0 = std::min(t0, host[b * points]); blocks = b + 1; }
+    if (host[b * columns]) { t0 = std::min(t0, host[b * columns]); blocks = b + 1; }
   }
-  std::printf("\n%dx%d %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5%s; last %.1f); median of 21: %.1f us (read flush), "
-              "%.1f us (write flush)\n", sh.seqs, sh.len, sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), hot ? ", L2 not flushed: the timeline is hot" : "", event_us.back(),
+  std::printf("\n%s%dx%d", sh.graph ? "graph:" : "", sh.seqs, sh.len);
+  if (sh.short_count > 0) { std::printf("+%dx%d", sh.short_count, sh.short_len); }
+  std::printf(" %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5%s; last %.1f); median of 21: %.1f us (read flush), "
+              "%.1f us (write flush)\n", sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), hot ? ", L2 not flushed: the timeline is hot" : "", event_us.back(),
               median_event_us(decode, flush, stream), median_event_us(decode, write_flush, stream));
   std::printf("  %-18s %7s %8s %8s %8s %8s\n", "step", "blocks", "min", "median", "p90", "max");
   for (int k = 0; k < points; ++k)
@@ -149,7 +175,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
     std::vector<double> at;
     for (std::size_t b = 0; b < blocks; ++b)
     {
-      const unsigned long long t = host[b * points + k];
+      const unsigned long long t = host[b * columns + k];
       if (t) { at.push_back((t - t0) * 1e-3); }
     }
     if (at.empty()) { continue; }
@@ -160,12 +186,12 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   std::size_t last = 0;
   for (std::size_t b = 0; b < blocks; ++b)
   {
-    if (host[b * points + 7] > host[last * points + 7]) { last = b; }
+    if (host[b * columns + 7] > host[last * columns + 7]) { last = b; }
   }
   std::printf("  last block (%zu):", last);
   for (int k = 0; k < points; ++k)
   {
-    const unsigned long long t = host[last * points + k];
+    const unsigned long long t = host[last * columns + k];
     if (t) { std::printf(" %d:%.2f", k, (t - t0) * 1e-3); }
   }
   std::printf("\n");
@@ -175,7 +201,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   std::vector<std::pair<double, std::size_t>> streams;
   for (std::size_t b = 0; b < blocks; ++b)
   {
-    const unsigned long long* t = &host[b * points];
+    const unsigned long long* t = &host[b * columns];
     if (t[3] && t[4]) { streams.push_back({(t[4] - t[3]) * 1e-3, b}); }
   }
   std::sort(streams.rbegin(), streams.rend());
@@ -192,7 +218,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   std::vector<double> fold, prologue;
   for (std::size_t b = 0; b < blocks; ++b)
   {
-    const unsigned long long* t = &host[b * points];
+    const unsigned long long* t = &host[b * columns];
     if (t[3] && t[4]) { fold.push_back((t[4] - t[3]) * 1e-3); }
     if (t[0] && t[3]) { prologue.push_back((t[3] - t[0]) * 1e-3); }
   }
@@ -201,6 +227,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
     std::printf("  per block: prologue (start -> first tile) median %.2f max %.2f; stream (first tile -> folded) median %.2f max %.2f us\n",
                 percentile(prologue, 0.5), percentile(prologue, 1), percentile(fold, 0.5), percentile(fold, 1));
   }
+  if (exec) { PAGEDATTN_CHECK(cudaGraphExecDestroy(exec)); }
 }
 
 } // namespace
@@ -213,14 +240,18 @@ int main(int argc, char** argv)
     return 1;
   }
   std::vector<Shape> shapes;
-  bool hot = false;
+  bool hot = false, graph_next = false; // --graph: the shapes after it are replayed from a graph
   for (int i = 1; i < argc; ++i)
   {
     if (std::string(argv[i]) == "--hot") { hot = true; }
     Shape s{0, 0, 256, 0};
     const std::string arg = i + 1 < argc ? argv[i + 1] : "";
     const std::size_t at = arg.find('@');
-    if (std::string(argv[i]) == "--shape" && std::sscanf(arg.substr(0, at).c_str(), "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2 &&
+    if (std::string(argv[i]) == "--graph") { graph_next = true; }
+    const std::size_t plus = arg.find('+');
+    if (plus != std::string::npos && plus < at) { std::sscanf(arg.c_str() + plus + 1, "%dx%d", &s.short_count, &s.short_len); }
+    s.graph = graph_next;
+    if (std::string(argv[i]) == "--shape" && std::sscanf(arg.substr(0, std::min(at, plus)).c_str(), "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2 &&
         (at == std::string::npos || std::sscanf(arg.c_str() + at + 1, "%d/%d", &s.heads, &s.kv_heads) == 2))
     {
       shapes.push_back(s);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -118,10 +119,12 @@ inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n
 }
 
 /// Largest relative L2 error ||out - ref|| / ||ref|| of output [num_seqs][num_heads][head_size] over the
-/// pairs (+inf for a non-finite output); one host thread per pair.
+/// pairs (+inf for a non-finite output); one host thread per pair. lens: each sequence's length where they
+/// differ (a serving batch in a cache of s.seq_len tokens per sequence); empty: s.seq_len each. An empty
+/// sequence's reference is 0, and its error is 0 when the output is 0.
 template <class T>
 double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
-                          const std::vector<std::pair<int, int>>& pairs)
+                          const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {})
 {
   std::vector<double> errors(pairs.size());
   std::vector<std::thread> workers;
@@ -129,7 +132,8 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
   {
     workers.emplace_back([&, i] {
       const auto [seq, head] = pairs[i];
-      const std::vector<double> ref = reference_attention<T>(s.data(seed), seq, head, s.seq_len, s.scale());
+      const int len = lens.empty() ? s.seq_len : lens[std::size_t(seq)];
+      const std::vector<double> ref = reference_attention<T>(s.data(seed), seq, head, len, s.scale());
       double num = 0, den = 0;
       for (int d = 0; d < s.head_size; ++d)
       {
@@ -137,7 +141,7 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
         num += (o - ref[d]) * (o - ref[d]);
         den += ref[d] * ref[d];
       }
-      errors[i] = std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
+      errors[i] = !std::isfinite(num) ? INFINITY : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     });
   }
   for (auto& w : workers) { w.join(); }
@@ -222,12 +226,27 @@ public:
     return a;
   }
 
+  /// A serving batch in this cache: each sequence's length (<= shape().seq_len), written to seq_lens.
+  void set_seq_lens(const std::vector<int>& lens)
+  {
+    if (lens.size() != static_cast<std::size_t>(s_.num_seqs)) { throw std::invalid_argument("set_seq_lens: one length per sequence"); }
+    lens_ = lens;
+    seq_lens_.upload(lens);
+  }
+  const std::vector<int>& lens() const { return lens_; } ///< empty: every sequence shape().seq_len long
+
   /// Bytes a decode step must move at least: the K and V of every live token once (not the padding of
   /// a sequence's last block, not the GQA re-reads, which a good kernel serves from one load), the
   /// queries and the output. Block tables and the partition temporaries are not counted.
   double bytes_moved() const
   {
-    const double kv = 2.0 * s_.num_seqs * double(s_.seq_len) * s_.num_kv_heads * s_.head_size * sizeof(T);
+    double tokens = double(s_.num_seqs) * s_.seq_len;
+    if (!lens_.empty())
+    {
+      tokens = 0;
+      for (int len : lens_) { tokens += len; }
+    }
+    const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(T);
     return kv + 2.0 * double(query_.size()) * sizeof(T);
   }
 
@@ -239,7 +258,7 @@ public:
   /// Largest relative L2 error of `output` (downloaded) against the fp64 reference over the pairs.
   double max_relative_error(const std::vector<T>& output, const std::vector<std::pair<int, int>>& pairs) const
   {
-    return paged_decode::max_relative_error(s_, seed_, output, pairs);
+    return paged_decode::max_relative_error(s_, seed_, output, pairs, lens_);
   }
 
 private:
@@ -248,6 +267,7 @@ private:
   std::int64_t num_blocks_;
   DeviceArray<T> query_, output_, key_cache_, value_cache_;
   DeviceArray<int> block_tables_, seq_lens_;
+  std::vector<int> lens_;
 };
 
 // ---- timing ----------------------------------------------------------------------------------------------

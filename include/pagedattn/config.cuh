@@ -43,6 +43,9 @@ enum class TracePoint : int {
   grid_barrier_passed,     ///< one wave: every block of the grid has stored its aggregate
   slice_group_stats_done,  ///< one wave: phase 1 (group statistics and step factors) done
   slice_group_values_done, ///< one wave: phase 2 (group values and group factors) done
+  plan_lengths_read,       ///< device plan: the first pass over the lengths done (longest, uniform or not)
+  plan_chosen,             ///< device plan: the partition size chosen
+  plan_scanned,            ///< device plan: the first chunk's items scanned
   count
 };
 

@@ -3,7 +3,12 @@
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
+#include "decode_schedule_reference.cuh"
 #include "support/test_support.cuh"
+
+#include <algorithm>
+#include <map>
+#include <set>
 
 #include <cuda_fp16.h>
 
@@ -89,5 +94,201 @@ TEST_CASE("host partition size: the schedule model at max_seq_len equals the wav
     const int fixed = pagedattn::fixed_cost_tokens(a.head_size, 2);
     CHECK(pagedattn::detail::choose_partition_tokens<P>(a, segments, sms) ==
           reference_choice(a.max_seq_len, segments, sms * P::min_blocks_per_sm, fixed, pagedattn::detail::partition_token_limit<P>(a.block_size)));
+  }
+}
+
+// ---- plans from the lengths on the device (issue 15) ------------------------------------------------------
+
+namespace {
+using P90 = pagedattn::PagedAttentionPolicySm90;
+constexpr int group = pagedattn::partition_group_size;
+
+struct Launch {
+  int segments_per_seq = 4; // 24/4 heads: one head part per KV head
+  int max_seq_len = 0;
+  long long table_tokens = 0;
+  int fixed_tokens = 0;
+  ScheduleModel model{264, 64, 4096}; // H200 (132 SMs, 2 blocks each), fp16, head 256, block 16
+  std::size_t num_seqs = 0;
+
+  pagedattn::ScheduleCapacity capacity() const
+  {
+    pagedattn::DecodeArguments<__half> a{};
+    a.head_size = 256;
+    a.block_size = 16;
+    a.max_seq_len = max_seq_len;
+    const int host = pagedattn::detail::choose_partition_tokens<P90>(a, num_seqs * segments_per_seq, 132);
+    return pagedattn::schedule_capacity(model, num_seqs * segments_per_seq, max_seq_len, fixed_tokens, host, group);
+  }
+  test::HostPlan plan(const std::vector<int>& lens)
+  {
+    num_seqs = lens.size();
+    if (table_tokens == 0) { table_tokens = max_seq_len; }
+    return test::plan_on_host(lens, segments_per_seq, max_seq_len, table_tokens, model, capacity(), fixed_tokens, group);
+  }
+};
+
+/// What every plan must satisfy: each (segment, partition) once, in ticket order segment by segment (a
+/// block looking back waits only on smaller tickets), within the storage, group runs disjoint.
+void check_plan_invariants(const Launch& launch, const std::vector<int>& lens, const test::HostPlan& plan)
+{
+  const auto cap = launch.capacity();
+  REQUIRE(plan.items.size() <= cap.items);
+  REQUIRE(plan.groups <= cap.groups);
+  const int t = plan.launch.partition_tokens;
+  REQUIRE(t >= 32);
+  REQUIRE(t % 32 == 0);
+  std::set<int> segments_seen;
+  int previous_segment = -1, next_partition = 0, next_group = 0;
+  for (std::size_t i = 0; i < plan.items.size(); ++i)
+  {
+    const auto& item = plan.items[i];
+    const int seq = item.segment / launch.segments_per_seq;
+    REQUIRE(seq < int(lens.size()));
+    const bool valid = pagedattn::valid_seq_len(lens[seq], launch.max_seq_len, launch.table_tokens);
+    const int expected_partitions = valid ? pagedattn::partitions_of(lens[seq], t) : -1;
+    REQUIRE(item.num_partitions == expected_partitions);
+    if (item.segment != previous_segment)
+    {
+      REQUIRE(next_partition == 0);                     // the previous segment was complete
+      REQUIRE(segments_seen.insert(item.segment).second); // and is not seen again
+      REQUIRE(item.segment == previous_segment + 1);      // sequences and their segments in order
+      REQUIRE(item.first_group == next_group);            // group runs back to back
+      next_group += pagedattn::groups_of(item.num_partitions, group);
+      previous_segment = item.segment;
+    }
+    REQUIRE(item.partition == next_partition);
+    next_partition = item.partition + 1 == std::max(item.num_partitions, 1) ? 0 : item.partition + 1;
+  }
+  REQUIRE(next_partition == 0);
+  REQUIRE(int(segments_seen.size()) == int(lens.size()) * launch.segments_per_seq);
+  REQUIRE(std::size_t(next_group) == plan.groups);
+}
+} // namespace
+
+TEST_CASE("device plan: a batch of max_seq_len sequences is planned as the host plans it", "[schedule][host]")
+{
+  for (int max_seq_len : {1, 17, 1000, 2049, 4096, 16384, 32768, 100000})
+  {
+    for (std::size_t num_seqs : {std::size_t(1), std::size_t(4), std::size_t(8), std::size_t(64), std::size_t(256)})
+    {
+      INFO(num_seqs << "x" << max_seq_len);
+      Launch launch;
+      launch.max_seq_len = max_seq_len;
+      const std::vector<int> lens(num_seqs, max_seq_len);
+      const auto plan = launch.plan(lens);
+      check_plan_invariants(launch, lens, plan);
+      pagedattn::DecodeArguments<__half> a{};
+      a.head_size = 256;
+      a.block_size = 16;
+      a.max_seq_len = max_seq_len;
+      const int host = pagedattn::detail::choose_partition_tokens<P90>(a, num_seqs * 4, 132);
+      CHECK(plan.launch.partition_tokens == host);
+      CHECK(plan.items.size() == num_seqs * 4 * pagedattn::items_of(max_seq_len, host));
+    }
+  }
+}
+
+TEST_CASE("device plan: random batches, empty and invalid lengths, under any captured bound", "[schedule][host]")
+{
+  TEST_RNG(rng, 1);
+  for (int trial = 0; trial < 300; ++trial)
+  {
+    Launch launch;
+    launch.max_seq_len = trial % 3 == 0 ? 8192 : trial % 3 == 1 ? 65536 : 131072;
+    launch.segments_per_seq = trial % 4 == 0 ? 8 : 4;
+    launch.fixed_tokens = trial % 5 == 0 ? 512 : 0;
+    std::vector<int> lens(1 + rng() % 300);
+    for (int& len : lens)
+    {
+      const int kind = int(rng() % 10);
+      len = kind == 0 ? 0 : kind == 1 ? -int(rng() % 5) - 1 : kind == 2 ? launch.max_seq_len + 1 + int(rng() % 100)
+                                                                       : int(rng() % (launch.max_seq_len + 1));
+    }
+    INFO("trial " << trial << ": " << lens.size() << " sequences under " << launch.max_seq_len);
+    const auto plan = launch.plan(lens);
+    check_plan_invariants(launch, lens, plan);
+  }
+}
+
+TEST_CASE("device plan: with a fixed partition size, a sequence's partitions do not depend on the batch", "[schedule][host]")
+{
+  Launch launch;
+  launch.max_seq_len = 65536;
+  launch.fixed_tokens = 1024;
+  const auto alone = launch.plan({40000});
+  const auto batched = launch.plan({17, 0, 40000, 65536, 3});
+  auto partitions_of_seq = [&](const test::HostPlan& plan, int seq) {
+    for (const auto& item : plan.items)
+    {
+      if (item.segment / launch.segments_per_seq == seq) { return item.num_partitions; }
+    }
+    return -2;
+  };
+  CHECK(alone.launch.partition_tokens == 1024);
+  CHECK(batched.launch.partition_tokens == 1024);
+  CHECK(partitions_of_seq(alone, 0) == 40);
+  CHECK(partitions_of_seq(batched, 2) == 40);
+}
+
+TEST_CASE("device plan: graph replays under one captured bound, 1000 -> 50000 -> 17 tokens and padding rows", "[schedule][host]")
+{
+  Launch launch;
+  launch.max_seq_len = 65536;
+  for (const std::vector<int>& lens : {std::vector<int>(32, 1000), std::vector<int>(32, 50000), std::vector<int>(32, 17),
+                                       std::vector<int>{1000, 0, 0, 0, 50000, 0, 17, 0}})
+  {
+    const auto plan = launch.plan(lens);
+    check_plan_invariants(launch, lens, plan);
+  }
+  // The plan follows the lengths, not the bound: 32 x 1000 under 65536 gets the items of 32 x 1000.
+  Launch exact;
+  exact.max_seq_len = 1000;
+  CHECK(launch.plan(std::vector<int>(32, 1000)).launch.partition_tokens == exact.plan(std::vector<int>(32, 1000)).launch.partition_tokens);
+}
+
+TEST_CASE("device plan: skewed batches split the long sequence over the GPU", "[schedule][host]")
+{
+  Launch launch;
+  launch.max_seq_len = 32768;
+  std::vector<int> lens(64, 100);
+  lens[0] = 32768;
+  const auto skewed = launch.plan(lens);
+  check_plan_invariants(launch, lens, skewed);
+  // The host plans 8 partitions of 4096 for every sequence; the lengths give the long one >= 32 per KV head.
+  CHECK(pagedattn::partitions_of(32768, skewed.launch.partition_tokens) >= 32);
+
+  launch.max_seq_len = 100000;
+  std::fill(lens.begin(), lens.end(), 512);
+  lens[0] = 100000;
+  const auto long_one = launch.plan(lens);
+  check_plan_invariants(launch, lens, long_one);
+  CHECK(pagedattn::partitions_of(100000, long_one.launch.partition_tokens) >= 32);
+}
+
+TEST_CASE("PartitionDivisor: partitions_of and items_of by multiply and shift, exact over [0, 2^31)", "[schedule][host]")
+{
+  TEST_RNG(rng, 7);
+  std::vector<int> divisors;
+  for (int t = 1; t <= 4096; ++t) { divisors.push_back(t); } // every candidate and fixed size, and more
+  for (int i = 0; i < 2000; ++i) { divisors.push_back(static_cast<int>(rng() % 0x7fffffffu) + 1); }
+  divisors.push_back(0x7fffffff);
+  for (const int t : divisors)
+  {
+    const pagedattn::PartitionDivisor d = pagedattn::PartitionDivisor::of(t);
+    auto check = [&](long long len) {
+      if (len < 0 || len > 0x7fffffffLL) { return; }
+      const int n = static_cast<int>(len);
+      INFO("t " << t << ", length " << n);
+      REQUIRE(d.partitions(n) == pagedattn::partitions_of(n, t));
+      REQUIRE(d.items(n) == pagedattn::items_of(n, t));
+    };
+    for (long long k : {0LL, 1LL, 2LL, 3LL, 1000LL, (0x7fffffffLL / t) - 1, 0x7fffffffLL / t, 0x7fffffffLL / t + 1})
+    {
+      for (long long delta : {-1LL, 0LL, 1LL}) { check(k * t + delta); }
+    }
+    check(0x7fffffffLL);
+    check(0x7ffffffeLL);
+    for (int i = 0; i < 64; ++i) { check(static_cast<long long>(rng() % 0x80000000u)); }
   }
 }

@@ -36,8 +36,8 @@ TEST_CASE("combine layout: aligned, disjoint regions sized for every partial and
         // Views of the last partial and group end inside the storage.
         static char base_storage[1];
         const auto st = pagedattn::PartitionCombineState::bind(base_storage, l);
-        const auto last_partial = st.partial(int(segments) - 1, max_partitions - 1);
-        const auto last_group = st.group(int(segments) - 1, l.max_groups - 1, true);
+        const auto last_partial = st.partial(st.slots(int(segments) - 1), max_partitions - 1);
+        const auto last_group = st.group(st.slots(int(segments) - 1), l.max_groups - 1, true);
         CHECK(reinterpret_cast<char*>(last_partial.values + heads * head_dim) <= base_storage + l.group_stats_offset);
         CHECK(reinterpret_cast<char*>(last_group.values + heads * head_dim) <= base_storage + l.total_bytes);
       }

@@ -1,6 +1,7 @@
 // Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
 // linked): DevicePagedAttention::Decode for every element type (each instantiates every supported head
-// size and GQA tiling) and DeviceCombinePartials for every head size, with both algorithms.
+// size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
+// pass of a launch planned on the device.
 #include <pagedattn/pagedattn.cuh>
 
 static_assert(pagedattn::warp_threads == 64, "compile with -D__ILUVATAR__: this file checks the BI-V100 path");

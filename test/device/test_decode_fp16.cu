@@ -65,13 +65,17 @@ TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitw
     alone.head_size = 128;
     alone.seq_lens = {len};
     alone.partition_tokens = 256; // automatic partitioning depends on the batch; a fixed size does not
-    test::DecodeShape batched = alone; // the shared sequence is sequence 0 of both: same data
+    test::DecodeShape batched = alone; // the shared sequence is sequence 0 of all: same data
     batched.seq_lens = {len, 9000, 17, 1};
-    test::DeviceDecode<T> a(alone, seed), b(batched, seed);
+    test::DecodeShape skewed = alone; // a long sequence beside short ones and a padding row
+    skewed.seq_lens = {len, 30000, 100, 100, 0, 100, 100, 100};
+    test::DeviceDecode<T> a(alone, seed), b(batched, seed), c(skewed, seed);
     const auto out_a = a.run();
     const auto out_b = b.run();
+    const auto out_c = c.run();
     const std::size_t n = std::size_t(alone.num_heads) * alone.head_size;
     REQUIRE(std::memcmp(out_a.data(), out_b.data(), n * sizeof(T)) == 0);
+    REQUIRE(std::memcmp(out_a.data(), out_c.data(), n * sizeof(T)) == 0);
     REQUIRE(a.worst_error(out_a) < test::tolerance<T>());
     const int launches = test::reduced_matrix() ? 2 : 20;
     for (int i = 0; i < launches; ++i) { REQUIRE(test::bitwise_equal(b.run(), out_b)); }
@@ -123,9 +127,10 @@ TEST_CASE("decode fp16: the one-wave combine (grid barrier, slices) gives the lo
 TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-back, with the same bits", "[decode][gpu][fp16][api_error]")
 {
   GPU_TEST_SEED(seed, 560);
-  // 64 x 4 segments of 32 partitions: 8192 blocks, more than any GPU holds at once, so the runtime refuses
-  // the cooperative launch (cudaErrorCooperativeLaunchTooLarge) that the plan is forced to ask for here;
-  // the launch must fall back to look-back (the path a GPU shared with another context takes).
+  // 64 x 4 segments of 32 partitions: 8192 work items. The grid is forced to 8192 cooperative blocks, more
+  // than any GPU holds at once, so the runtime refuses the launch (cudaErrorCooperativeLaunchTooLarge);
+  // it must fall back to a plain launch combining by look-back (the path a GPU shared with another
+  // context takes).
   test::DecodeShape s;
   s.num_heads = 24;
   s.num_kv_heads = 4;
@@ -134,7 +139,7 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   s.partition_tokens = 64;
   s.reference_heads = 2;
   test::DeviceDecode<T> dd(s, seed);
-  const auto expected = dd.run(); // look-back: the plan's own choice
+  const auto expected = dd.run(); // the plan's own grid
 
   pagedattn::detail::DeviceInfo device;
   REQUIRE(pagedattn::detail::current_device_info(device) == cudaSuccess);
@@ -145,11 +150,11 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   // The default chain's policy for this device, and its kernel (the one the other tests launch).
   const cudaError_t err = pagedattn::DefaultPagedAttentionPolicies::invoke(device.ptx_version, [&](auto policy) {
     using Policy = decltype(policy);
-    using Kernel = pagedattn::detail::DecodeKernel<T, 128, 8, pagedattn::DefaultPagedAttentionPolicies, Policy>;
+    using Kernel = pagedattn::detail::DecodeKernel<T, 128, 8, pagedattn::DefaultPagedAttentionPolicies, Policy, false>;
     pagedattn::detail::DecodePlan plan = pagedattn::detail::make_plan<Policy>(a, device.sm_count);
-    REQUIRE(plan.grid == 64u * 4u * 32u);
     REQUIRE(plan.temp_bytes == bytes);
-    plan.combine = pagedattn::detail::CombineKind::one_wave;
+    pagedattn::detail::choose_grid(plan, std::size_t(1) << 20, /*cooperative_capable=*/true, /*persistent=*/false);
+    REQUIRE(plan.grid == 64u * 4u * 32u);
     dd.output.poison();
     return pagedattn::detail::launch_decode<Kernel>(plan, device, pagedattn::detail::make_params(a, plan, temp.get()), temp.get(), 0);
   });
@@ -158,6 +163,64 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   CUDA_CHECK_LAUNCH();
   REQUIRE(test::bitwise_equal(dd.output.download(), expected));
   REQUIRE(dd.worst_error(expected) < test::tolerance<T>());
+}
+
+TEST_CASE("decode fp16: a skewed batch (one long sequence, many short ones) against fp64", "[decode][gpu][fp16][skewed]")
+{
+  GPU_TEST_SEED(seed, 580);
+  test::DecodeShape s{{test::reduced_matrix() ? 3000 : 20000}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  for (int i = 0; i < 63; ++i) { s.seq_lens.push_back(i % 9 == 0 ? 0 : 100 + i); }
+  s.reference_heads = 2;
+  test::DeviceDecode<T> dd(s, seed);
+  const auto out = dd.run();
+  REQUIRE(dd.worst_error(out) < test::tolerance<T>());
+  REQUIRE(dd.error_count.download()[0] == 0u);
+  for (int i = 0; i < 3; ++i) { REQUIRE(test::bitwise_equal(dd.run(), out)); }
+}
+
+TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in place (1000, 50000, 17, padding rows)",
+          "[decode][gpu][fp16][graph]")
+{
+  GPU_TEST_SEED(seed, 620);
+  // The cache holds 50000 tokens per sequence; the graph is captured under max_seq_len 65536, as vLLM
+  // captures under max_seq_len_to_capture, then replayed with each set of lengths written to seq_lens.
+  const int longest = test::reduced_matrix() ? 5000 : 50000; // (the sanitizers' run: shorter)
+  test::DecodeShape s{{longest, longest, longest, longest}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  s.max_seq_len_override = 65536;
+  s.reference_heads = 2;
+  test::DeviceDecode<T> dd(s, seed);
+  const auto args = dd.arguments();
+  std::size_t bytes = 0;
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  test::DeviceBuffer<char> graph_temp(bytes), fresh_temp(bytes);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  REQUIRE(pagedattn::DevicePagedAttention::Decode(graph_temp.get(), bytes, args, stream) == cudaSuccess);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const std::vector<std::vector<int>> replays = {{1000, 1000, 1000, 1000}, {longest, longest, longest, longest}, {17, 17, 17, 17}, {1000, 0, longest, 0}};
+  for (const auto& lens : replays)
+  {
+    INFO("lengths " << lens[0] << ", " << lens[1] << ", " << lens[2] << ", " << lens[3]);
+    dd.seq_lens.upload(lens);
+    dd.output.poison();
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto replayed = dd.output.download();
+    dd.output.poison();
+    REQUIRE(pagedattn::DevicePagedAttention::Decode(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    REQUIRE(test::bitwise_equal(replayed, dd.output.download())); // each replay equals a fresh launch
+    dd.prob.shape.seq_lens = lens;                                 // the reference of these lengths
+    REQUIRE(dd.worst_error(replayed) < test::tolerance<T>());
+  }
+  REQUIRE(dd.error_count.download()[0] == 0u);
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][graph]")

@@ -135,6 +135,23 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   CHECK(pagedattn::detail::head_split(16).head_parts == 2);
 }
 
+namespace {
+/// The host's schedule of a launch: its partition size at max_seq_len and the partitions of the longest
+/// sequence (what the planning pass gives a batch of max_seq_len sequences).
+struct HostSchedule {
+  int partition_tokens, max_partitions;
+  bool partitioned;
+};
+template <class P, class Args>
+HostSchedule host_schedule(const Args& a, int sms)
+{
+  const auto plan = pagedattn::detail::make_plan<P>(a, sms);
+  const int t = pagedattn::detail::choose_partition_tokens<P>(a, plan.num_segments, sms);
+  const int n = std::max(1, pagedattn::partitions_of(a.max_seq_len, t));
+  return {t, n, n > 1};
+}
+} // namespace
+
 TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", "[policy][host]")
 {
   using P = pagedattn::PagedAttentionPolicySm90;
@@ -144,7 +161,7 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
 
   // Automatic: 8 segments, waves of 2 blocks per SM on 132 SMs.
   a.max_seq_len = 1000000;
-  auto plan = pagedattn::detail::make_plan<P>(a, sms);
+  auto plan = host_schedule<P>(a, sms);
   const int limit = pagedattn::detail::partition_token_limit<P>(16);
   CHECK(limit == P::max_partition_tokens);
   CHECK(plan.partition_tokens <= limit);
@@ -154,7 +171,7 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
   const int waves = (blocks + 2 * sms - 1) / (2 * sms);
   CHECK(blocks * 100 >= waves * 2 * sms * 99); // ... in waves at least 99 % full (3808 tokens: 2104 of 8 x 264)
   a.block_size = 8; // at most 256 cache blocks per partition: 2048 tokens
-  plan = pagedattn::detail::make_plan<P>(a, sms);
+  plan = host_schedule<P>(a, sms);
   CHECK(plan.partition_tokens <= 2048);
   CHECK(plan.partition_tokens >= 2048 * 7 / 8);
   a.block_size = 16;
@@ -187,7 +204,7 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
     b.head_size = e.head;
     b.block_size = e.block_size;
     b.max_blocks_per_seq = (e.len + e.block_size - 1) / e.block_size;
-    const auto shape_plan = pagedattn::detail::make_plan<P>(b, sms);
+    const auto shape_plan = host_schedule<P>(b, sms);
     CHECK(shape_plan.max_partitions == e.partitions);
     CHECK(shape_plan.partitioned == (e.partitions > 1));
     if (e.partition_tokens > 0) { CHECK(shape_plan.partition_tokens == e.partition_tokens); }
@@ -195,25 +212,24 @@ TEST_CASE("launch plan: the partition that fills whole waves, or the caller's", 
 
   a.num_seqs = 2;
   a.max_seq_len = 1000;
-  plan = pagedattn::detail::make_plan<P>(a, sms);
+  plan = host_schedule<P>(a, sms);
   CHECK(plan.partition_tokens == 32); // ceil(1000 / 33) = 31, up to 32: the smallest automatic partition
   CHECK(plan.partition_tokens == pagedattn::min_auto_partition_tokens);
   CHECK(plan.max_partitions == 32);
   CHECK(plan.partitioned);
-  CHECK(plan.num_segments == 2u * 4u);
-  CHECK(plan.temp_bytes >= plan.layout.total_bytes);
+  CHECK(pagedattn::detail::make_plan<P>(a, sms).num_segments == 2u * 4u);
   a.max_seq_len = 32;
-  plan = pagedattn::detail::make_plan<P>(a, sms);
+  plan = host_schedule<P>(a, sms);
   CHECK(plan.max_partitions == 1);
   CHECK_FALSE(plan.partitioned);
 
   // Fixed by the caller: independent of the batch and of the device.
   a.partition_tokens = 512;
   a.max_seq_len = 512;
-  plan = pagedattn::detail::make_plan<P>(a, sms);
+  plan = host_schedule<P>(a, sms);
   CHECK_FALSE(plan.partitioned);
   a.max_seq_len = 513;
-  plan = pagedattn::detail::make_plan<P>(a, 1);
+  plan = host_schedule<P>(a, 1);
   CHECK(plan.partitioned);
   CHECK(plan.max_partitions == 2);
   CHECK(plan.partition_tokens == 512);
@@ -257,29 +273,54 @@ TEST_CASE("policies: a policy derived from AgentPagedAttentionPolicy inherits it
   }
 }
 
-TEST_CASE("combine decision: one wave when every block is resident and the slice fold takes the segments", "[policy][host]")
+TEST_CASE("launch plan: storage for any lengths under the bound, a persistent grid", "[policy][host]")
 {
-  using pagedattn::detail::CombineKind;
-  using pagedattn::detail::choose_combine;
   using P = pagedattn::PagedAttentionPolicySm90;
   auto a = valid_arguments(); // 2 sequences x 4 KV heads = 8 segments
   a.max_seq_len = 1000;
   a.max_blocks_per_seq = 1000 / 16 + 1;
-  const auto plan = pagedattn::detail::make_plan<P>(a, 132); // 32 partitions of 32 tokens: 256 blocks
-  REQUIRE(plan.grid == 256);
-  CHECK(plan.combine == CombineKind::look_back); // until decided
-  CHECK(choose_combine(plan, 3 * 132) == CombineKind::one_wave);
-  CHECK(choose_combine(plan, 256) == CombineKind::one_wave);
-  CHECK(choose_combine(plan, 255) == CombineKind::look_back); // a block would wait for a wave
-  CHECK(choose_combine(plan, 0) == CombineKind::look_back);   // no cooperative launch (kernel, policy or device)
-  a.partition_tokens = 32;
-  a.max_seq_len = 32 * (pagedattn::one_wave_max_partitions + 1);
-  a.max_blocks_per_seq = a.max_seq_len / 16;
-  a.num_seqs = 1;
-  const auto long_plan = pagedattn::detail::make_plan<P>(a, 132);
-  CHECK(choose_combine(long_plan, 1u << 30) == CombineKind::look_back); // more partitions than the slice fold stages
-  a.max_seq_len = 32;
-  CHECK(choose_combine(pagedattn::detail::make_plan<P>(a, 132), 1u << 30) == CombineKind::single_partition);
+  auto plan = pagedattn::detail::make_plan<P>(a, 132);
+  // Items: at least 8 x 32 partitions of 32 tokens (the host's own choice at 1000), at most what 32-token
+  // partitions give: both are 256 here.
+  CHECK(plan.capacity.items == 256u);
+  CHECK(plan.capacity.groups >= 8u * 4u);
+  CHECK(plan.layout.partial_slots == plan.capacity.items);
+  CHECK(plan.layout.group_slots == plan.capacity.groups);
+  CHECK(plan.temp_bytes == plan.layout.total_bytes);
+  CHECK(plan.max_partitions_bound == 32); // 1000 tokens in 32-token partitions
+
+  pagedattn::detail::choose_grid(plan, 3 * 132, true, false);
+  CHECK(plan.grid == 256u); // a block per item of the bound
+  CHECK(plan.cooperative);
+  CHECK_FALSE(plan.init_pass); // every batch under the bound has a block per item and <= 128 partitions
+  pagedattn::detail::choose_grid(plan, 200, true, false);
+  CHECK(plan.grid == 256u);
+  CHECK_FALSE(plan.cooperative); // the grid does not fit at once: tickets
+  CHECK(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 100, false, true);
+  CHECK(plan.grid == 100u); // persistent: the resident blocks take tickets
+  CHECK_FALSE(plan.cooperative);
+  CHECK(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 200, true, true);
+  CHECK(plan.grid == 200u);
+  CHECK(plan.cooperative);
+  CHECK_FALSE(plan.init_pass); // some batch needs tickets, but a persistent cooperative launch zeroes the words itself
+  pagedattn::detail::choose_grid(plan, 3 * 132, true, true);
+  CHECK(plan.grid == 256u); // no more blocks than items
+  CHECK_FALSE(plan.init_pass);
+  pagedattn::detail::choose_grid(plan, 0, false, true);
+  CHECK(plan.grid == 1u);
+
+  // A looser bound (a graph captured at 65536) sizes more storage, never less.
+  a.max_seq_len = 65536;
+  a.max_blocks_per_seq = 65536 / 16;
+  const auto loose = pagedattn::detail::make_plan<P>(a, 132);
+  CHECK(loose.capacity.items >= plan.capacity.items);
+  CHECK(loose.temp_bytes >= plan.temp_bytes);
+  // A fixed partition size: every sequence's partitions at the bound.
+  a.partition_tokens = 1024;
+  CHECK(pagedattn::detail::make_plan<P>(a, 132).capacity.items == 8u * 64u);
+  CHECK(pagedattn::detail::validate_plan(pagedattn::detail::make_plan<P>(a, 132)) == cudaSuccess);
 }
 
 TEST_CASE("validation: each bad argument is named", "[policy][host]")

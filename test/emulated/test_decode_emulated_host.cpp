@@ -1,7 +1,7 @@
-// The whole CUDA-core decode (the init pass, then the decode kernel with its atomic tickets, partition folds
-// and decoupled look-back combine) run on the host by the emulated CUDA machine of test/emulation (one
-// std::thread per CUDA thread, a few blocks resident at once as on a GPU), in fp32, against an fp64
-// reference. CI has no GPU: this is where the device logic of a launch is checked there.
+// The whole CUDA-core decode (planning pass, then the persistent decode kernel with its atomic tickets,
+// partition folds and decoupled look-back combine) run on the host by the emulated CUDA machine of
+// test/emulation (one std::thread per CUDA thread, every block of the grid at once), in fp32, against an
+// fp64 reference. CI has no GPU: this is where the device logic of a launch is checked there.
 //
 // Build (test/CMakeLists.txt does the same):
 //   g++ -std=c++20 -pthread -O2 -fno-strict-aliasing -I test/emulation -I include test/emulated/test_decode_emulated_host.cpp
@@ -14,6 +14,8 @@
 
 #include <emulated_launch.h>
 
+#include "agent/decode_schedule_reference.cuh"
+
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -24,6 +26,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -158,16 +161,18 @@ struct ChaosOff {
 
 struct RunResult {
   std::vector<float> output;
-  detail::DecodePlan plan;
+  PlannedLaunch launch;
   unsigned errors;
   double seconds;
 };
 
-/// Plan on the host as dispatch_paged_attention does (no cooperative launch: look-back whenever a sequence
-/// has several partitions), then the init pass and the decode on the emulated machine, `resident_blocks`
-/// thread blocks resident at once.
+/// Plan on the host as dispatch_paged_attention does, then the init pass and the decode (whose blocks plan
+/// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
+/// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
+/// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
 template <class Policy, int HeadDim = 64>
-RunResult run_emulated(const Problem& prob, int resident_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0)
+RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0,
+                       bool persistent = true)
 {
   const Shape& s = prob.shape;
   std::vector<float> output(prob.query.size(), std::numeric_limits<float>::quiet_NaN());
@@ -195,30 +200,35 @@ RunResult run_emulated(const Problem& prob, int resident_blocks, int sm_count, u
   REQUIRE((detail::validate_arguments<float, SupportedHeadDims>(a)) == cudaSuccess);
   REQUIRE((detail::validate_partition_tokens<Policy>(a)) == cudaSuccess);
   detail::DecodePlan plan = detail::make_plan<Policy>(a, sm_count);
-  plan.combine = detail::choose_combine(plan, /*resident_blocks=*/0); // no cooperative launch here
-  // The temporary storage starts as garbage: the init pass zeroes what the look-back needs zeroed.
-  std::vector<unsigned char> temp_bytes(plan.temp_bytes + 256, 0xa5);
+  REQUIRE(detail::validate_plan(plan) == cudaSuccess);
+  // The temporary storage starts as garbage: the init pass zeroes what the combine needs zeroed.
+  std::vector<unsigned char, std::allocator<unsigned char>> temp_bytes(plan.temp_bytes + 256, 0xa5);
   void* temp = temp_bytes.data() + (256 - reinterpret_cast<std::uintptr_t>(temp_bytes.data()) % 256) % 256;
 
   RunResult result{};
   const auto start = std::chrono::steady_clock::now();
   auto run = [&](auto kernel_tag) {
     using Kernel = decltype(kernel_tag);
+    static_assert(!Kernel::one_wave_capable, "the emulation has no cooperative launch");
+    detail::choose_grid(plan, static_cast<std::size_t>(grid_blocks), /*cooperative_capable=*/false, persistent);
+    REQUIRE(plan.init_pass); // no cooperative launch here: the look-back words always come from the init pass
+    // The init pass, as launch_decode runs it before a launch that may combine by look-back.
+    emu::LaunchConfig init_launch{1, 256, 0};
+    init_launch.chaos_seed = chaos_seed;
+    emu::launch_kernel(init_launch, detail::reset_partition_state_kernel<unsigned>, static_cast<unsigned*>(temp),
+                       plan.layout.reset_bytes / sizeof(unsigned));
     const PagedAttentionParams<float> params = detail::make_params(a, plan, temp);
-    if (plan.combine == detail::CombineKind::look_back)
-    {
-      const std::size_t words = plan.layout.reset_bytes / sizeof(unsigned);
-      emu::launch_kernel(emu::LaunchConfig{1, 256, 0}, detail::reset_partition_state_kernel<unsigned>, static_cast<unsigned*>(temp), words);
-    }
+    // The plan every block makes, from the host reference (its items name the tickets to stall).
+    const test::HostPlan reference = test::plan_on_host(s.seq_lens, plan.segments_per_seq, a.max_seq_len,
+                                                        static_cast<long long>(a.max_blocks_per_seq) * a.block_size, plan.model,
+                                                        plan.capacity, a.partition_tokens, partition_group_size);
     if (stall_milliseconds > 0) // the last partition of group 1 of every segment with 3 groups or more
     {
-      stall_tickets.assign(plan.grid, false);
-      for (std::size_t ticket = 0; ticket < plan.grid; ++ticket)
+      stall_tickets.assign(reference.items.size(), false);
+      for (std::size_t i = 0; i < reference.items.size(); ++i)
       {
-        const WorkItem item = work_item_of_ticket(static_cast<unsigned>(ticket), plan.max_partitions);
-        const int seq = item.segment / (plan.head_split.head_parts * s.num_kv_heads);
-        const int partitions = (s.seq_lens[seq] + plan.partition_tokens - 1) / plan.partition_tokens;
-        stall_tickets[ticket] = partitions > 2 * partition_group_size && item.partition == 2 * partition_group_size - 1;
+        const PlannedItem& item = reference.items[i];
+        stall_tickets[i] = item.num_partitions > 2 * partition_group_size && item.partition == 2 * partition_group_size - 1;
       }
       stall_ticket_address = params.state.ticket;
       stall_ms = stall_milliseconds;
@@ -226,20 +236,25 @@ RunResult run_emulated(const Problem& prob, int resident_blocks, int sm_count, u
     }
     emu::LaunchConfig decode_launch{static_cast<unsigned>(plan.grid), Kernel::block_threads, Kernel::smem_bytes};
     decode_launch.chaos_seed = chaos_seed + 1;
-    decode_launch.resident_blocks = static_cast<unsigned>(resident_blocks);
+    if (!persistent) { decode_launch.resident_blocks = static_cast<unsigned>(grid_blocks); }
     emu::launch_kernel(decode_launch, Kernel::function(), params);
     emu::after_atomic_add = nullptr;
+    result.launch = reference.launch;
   };
   using Chain = SinglePolicyChain<Policy>;
-  switch (plan.head_split.max_heads)
-  {
-  case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy>{}); break;
-  case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy>{}); break;
-  default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy>{}); break;
-  }
+  auto run_heads = [&](auto persistent_tag) {
+    constexpr bool P = decltype(persistent_tag)::value;
+    switch (plan.head_split.max_heads)
+    {
+    case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy, P>{}); break;
+    case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy, P>{}); break;
+    default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy, P>{}); break;
+    }
+  };
+  if (persistent) { run_heads(std::true_type{}); }
+  else { run_heads(std::false_type{}); }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output = std::move(output);
-  result.plan = plan;
   result.errors = error_count;
   return result;
 }
@@ -272,32 +287,55 @@ double relative_error(const Problem& prob, const std::vector<float>& output, con
 
 } // namespace
 
-TEST_CASE("decode, emulated on the host: init pass + CUDA-core decode + look-back combine vs fp64",
+TEST_CASE("decode, emulated on the host: planning pass + persistent CUDA-core decode + look-back combine vs fp64",
           "[decode][emulated][host]")
 {
   const int partition_tokens = GENERATE(32, 64);
-  const int resident = GENERATE(2, 4); // thread blocks resident at once
+  const int grid_blocks = GENERATE(2, 4);
   const bool alibi = GENERATE(false, true);
   // 300 tokens: 10 or 5 partitions; 1000: 32 or 16 partitions, 4 or 2 combine groups (look-back).
   Shape shape{{37, 0, 300, 1000}};
   shape.partition_tokens = partition_tokens;
   shape.alibi = alibi;
-  const Problem prob(shape, 20260601 + partition_tokens + resident);
-  INFO("partition_tokens " << partition_tokens << ", resident blocks " << resident << ", alibi " << alibi);
+  const Problem prob(shape, 20260601 + partition_tokens + grid_blocks);
+  INFO("partition_tokens " << partition_tokens << ", grid " << grid_blocks << ", alibi " << alibi);
 
-  const RunResult r = run_emulated<EmulatedPolicy>(prob, resident, /*sm_count=*/2);
-  REQUIRE(r.plan.partition_tokens == partition_tokens);
-  REQUIRE(r.plan.max_partitions == (1000 + partition_tokens - 1) / partition_tokens);
-  REQUIRE(r.plan.combine == detail::CombineKind::look_back);
-  REQUIRE(r.plan.grid == std::size_t(4 * 2 * r.plan.max_partitions)); // 4 sequences x 2 KV heads x partitions
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, grid_blocks, /*sm_count=*/2);
+  REQUIRE(r.launch.partition_tokens == partition_tokens);
+  REQUIRE(r.launch.max_partitions == (1000 + partition_tokens - 1) / partition_tokens);
+  const auto parts = [&](int len) { return (len + partition_tokens - 1) / partition_tokens; };
+  REQUIRE(r.launch.total_items == 2 * (parts(37) + 1 + parts(300) + parts(1000))); // 2 KV heads; the empty sequence 1 item
   REQUIRE(r.errors == 0u);
   const double err = relative_error(prob, r.output);
   WARN("relative L2 error " << err << ", " << r.seconds << " s emulated");
   REQUIRE(err < 1e-4);
 
-  // Bitwise reproducible whatever the blocks resident (the same fixed partition size: the same fold tree).
-  const RunResult other = run_emulated<EmulatedPolicy>(prob, resident == 2 ? 3 : 1, 2);
+  // Bitwise reproducible whatever the grid (the same fixed partition size: the same fold tree).
+  const RunResult other = run_emulated<EmulatedPolicy>(prob, grid_blocks == 2 ? 3 : 1, 2);
   REQUIRE(std::memcmp(other.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",
+          "[decode][emulated][host]")
+{
+  const int partition_tokens = GENERATE(0, 64);
+  const int resident = GENERATE(2, 3);
+  INFO("partition_tokens " << partition_tokens << " (0: automatic), resident blocks " << resident);
+  // Every length max_seq_len: the fast path (its tickets drawn with the check); then one length shorter:
+  // the general path, whose first ticket is the one drawn with the check.
+  for (const std::vector<int>& lens : {std::vector<int>{300, 300, 300}, std::vector<int>{300, 299, 300}, std::vector<int>{300, 0, 17}})
+  {
+    INFO("lengths " << lens[0] << ", " << lens[1] << ", " << lens[2]);
+    Shape shape{lens};
+    shape.partition_tokens = partition_tokens;
+    const Problem prob(shape, 20261202 + partition_tokens + resident);
+    const RunResult plain = run_emulated<EmulatedPolicy>(prob, resident, /*sm_count=*/2, 0, 0, /*persistent=*/false);
+    REQUIRE(plain.errors == 0u);
+    REQUIRE(relative_error(prob, plain.output) < 1e-4);
+    // The persistent launch plans the same way (the uniform batch by UniformLaunch): the same bits.
+    const RunResult persistent = run_emulated<EmulatedPolicy>(prob, resident, 2);
+    REQUIRE(std::memcmp(persistent.output.data(), plain.output.data(), plain.output.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("decode, emulated on the host: head 128, block sizes 8 and 32, GQA 12 in two head parts, invalid device data",
@@ -309,13 +347,12 @@ TEST_CASE("decode, emulated on the host: head 128, block sizes 8 and 32, GQA 12 
     Shape shape{{100, 700, 33, 250}, 24, 2, 128, block_size}; // 12 query heads per KV head: two parts of 6
     shape.partition_tokens = 64;
     Problem prob(shape, 20261201 + block_size);
-    // Sequence 2's length exceeds max_seq_len, and sequence 3's second cache block id lies past the cache:
-    // NaN for those two sequences only, an error per segment (2 KV heads x 2 head parts) of sequence 2 and
-    // per thread block that met the bad id (partition 0 of sequence 3's 4 segments), and no read outside.
+    // Sequence 2's length exceeds max_seq_len (the plan gives each of its 4 segments one item that writes
+    // NaN and counts an error), and sequence 3's second cache block id lies past the cache (partition 0 of
+    // its 4 segments: NaN, an error per block): NaN for those two sequences only, 8 errors, no read outside.
     prob.shape.seq_lens[2] = prob.max_seq_len + 1;
     prob.block_tables[std::size_t(3) * prob.max_blocks_per_seq + 1] = static_cast<int>(prob.num_blocks) + 5;
     const RunResult r = run_emulated<EmulatedPolicy, 128>(prob, 4, 2);
-    REQUIRE(r.plan.head_split.head_parts == 2);
     REQUIRE(r.errors == 8u);
     for (int q : {2, 3})
     {
@@ -360,7 +397,7 @@ TEST_CASE("decode, emulated on the host: the look-back under perturbed schedules
   for (unsigned seed = 1; seed <= 6; ++seed)
   {
     const int grid = seed % 2 ? 4 : 8;
-    INFO("chaos seed " << seed << ", resident blocks " << grid);
+    INFO("chaos seed " << seed << ", grid " << grid);
     const RunResult r = run_emulated<EmulatedPolicy>(prob, grid, 2, 100 * seed);
     REQUIRE(r.errors == 0u);
     REQUIRE(std::memcmp(calm.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
@@ -384,7 +421,7 @@ TEST_CASE("decode, emulated on the host: a group that publishes late (the look-b
   for (unsigned seed = 1; seed <= 4; ++seed)
   {
     const int grid = seed % 2 ? 4 : 8;
-    INFO("chaos seed " << seed << ", resident blocks " << grid);
+    INFO("chaos seed " << seed << ", grid " << grid);
     const RunResult r = run_emulated<EmulatedPolicy>(prob, grid, 2, 1000 * seed, /*stall_milliseconds=*/300);
     REQUIRE(r.errors == 0u);
     REQUIRE(relative_error(prob, r.output) < 1e-4);

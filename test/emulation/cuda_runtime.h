@@ -190,6 +190,7 @@ inline int __syncthreads_or(int predicate)
   b.barrier.arrive_and_wait();
   return result;
 }
+inline int __syncthreads_and(int predicate) { return !__syncthreads_or(!predicate); }
 inline void __syncwarp(emu::lane_mask_t = ~emu::lane_mask_t{0}) { emu::this_warp->barrier.arrive_and_wait(); }
 inline void __threadfence()
 {
@@ -424,6 +425,12 @@ inline cudaError_t cudaGetDeviceCount(int* n) { *n = 0; return cudaErrorNoDevice
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr, int) { *v = 0; return cudaErrorNoDevice; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1, cudaStreamCaptureStatusInvalidated = 2 };
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status) // the emulation captures no graphs
+{
+  *status = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
 inline cudaError_t cudaMalloc(void** p, std::size_t n) { *p = std::aligned_alloc(256, (n + 255) / 256 * 256); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
 template <class T> cudaError_t cudaMalloc(T** p, std::size_t n) { return cudaMalloc(reinterpret_cast<void**>(p), n); }
 inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }

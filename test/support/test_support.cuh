@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test_seed.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -45,17 +47,6 @@ inline void require_gpu_or_skip()
   }
 }
 
-/// First line of a test case with random data: declares `const std::uint64_t name` = test_seed() + offset
-/// and names it in every failure of the test case (a macro: INFO lasts to the end of the scope it stands in).
-#define TEST_SEED(name, offset)                                                                    \
-  const std::uint64_t name = ::test::test_seed() + (offset);                                       \
-  INFO("seed " << name)
-
-/// TEST_SEED, and a std::mt19937_64 `name` seeded with it.
-#define TEST_RNG(name, offset)                                                                     \
-  TEST_SEED(name##_seed, offset);                                                                  \
-  std::mt19937_64 name(name##_seed)
-
 /// TEST_SEED and TEST_RNG of a GPU test case: without a CUDA device, the test is skipped first.
 #define GPU_TEST_SEED(name, offset)                                                                \
   ::test::require_gpu_or_skip();                                                                   \
@@ -63,14 +54,6 @@ inline void require_gpu_or_skip()
 #define GPU_TEST_RNG(name, offset)                                                                 \
   ::test::require_gpu_or_skip();                                                                   \
   TEST_RNG(name, offset)
-
-/// Seed of a test's random data: PAGEDATTN_TEST_SEED if set, else a fixed default. Tests print it with
-/// INFO() so that a failure names the seed that reproduces it.
-inline std::uint64_t test_seed(std::uint64_t fallback = 20261129)
-{
-  if (const char* s = std::getenv("PAGEDATTN_TEST_SEED")) { return std::strtoull(s, nullptr, 10); }
-  return fallback;
-}
 
 /// Uniform random floats in [lo, hi), never exactly zero (zeros hide unwritten outputs).
 inline std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n, float lo = -1.f, float hi = 1.f)

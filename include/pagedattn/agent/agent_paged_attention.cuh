@@ -12,6 +12,7 @@
 // dereferenced; the partition's partial becomes NaN (so the sequence's output is NaN) and the error
 // counter is incremented. A sequence whose seq_len is negative, exceeds max_seq_len or exceeds its block
 // table gets a NaN output without any cache access.
+#include <pagedattn/agent/agent_decode_plan.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
@@ -42,6 +43,7 @@ public:
                                   PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
+  using Plan = AgentDecodePlan<block_threads>;
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Fold::partial_after_storage;
@@ -65,8 +67,11 @@ public:
         PartialStorage partial;
         typename SliceCombine::TempStorage slice;
       } after; ///< from Fold::Run's partial on
+      typename Plan::TempStorage plan; ///< while the plan is made and a work item found, before its fold
     } phase;
+    typename Plan::CursorState cursor;
     unsigned ticket;
+    PAGEDATTN_DEVICE typename Plan::TempStorage& plan() { return phase.plan; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return phase.after.partial; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.after.combine; }
     PAGEDATTN_DEVICE typename SliceCombine::TempStorage& slice() { return phase.after.slice; }
@@ -75,9 +80,12 @@ public:
     union alignas(16) {
       typename Fold::TempStorage fold;
       typename Combine::TempStorage combine;
+      typename Plan::TempStorage plan;
     } phase;
     PartialStorage partial_;
+    typename Plan::CursorState cursor;
     unsigned ticket;
+    PAGEDATTN_DEVICE typename Plan::TempStorage& plan() { return phase.plan; }
     PAGEDATTN_DEVICE PartialStorage& partial() { return partial_; }
     PAGEDATTN_DEVICE typename Combine::TempStorage& combine() { return phase.combine; }
   };
@@ -85,52 +93,221 @@ public:
 
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
 
+  /// The block's share of the launch. Every block plans the launch from the lengths (AgentDecodePlan: the
+  /// same plan in every block), then takes its work items:
+  /// - one wave (a cooperative launch in which every item has a block and the slice fold takes every
+  ///   segment): block b takes item b, and every block meets the others once at the grid barrier;
+  /// - otherwise tickets: a block that looks back waits only on items of smaller tickets, whose blocks
+  ///   have started, so any number of resident blocks makes progress.
+  /// Persistent: a grid of the resident blocks, each drawing tickets until the items run out (a graph's
+  /// launch, whose bound may be far above the lengths it replays, and a plain one whose bound admits many
+  /// waves of items). Else a block per item of the bound, each taking one ticket: no loop around the fold,
+  /// which keeps its registers (a loop costs the tensor-core fold 24 registers at head 256 and 51 at head
+  /// 128 before the policy's bound, bench/NOTES.md).
+  template <bool Persistent>
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    // ---- which work item -----------------------------------------------------------------------------
-    if (threadIdx.x == 0)
+    Plan plan(temp_.plan(), temp_.cursor, p_.plan);
+    if constexpr (!Persistent)
     {
-      if (p_.use_tickets)
-      {
-        arch::wait_for_prior_grids(); // the ticket's reset (the init pass) is complete
-        temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-      }
-      else { temp_.ticket = blockIdx.x; }
-    }
-    __syncthreads();
-    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-    const WorkItem item = work_item_of_ticket(temp_.ticket, p_.max_partitions);
-    const int head_part = item.segment % p_.head_parts;
-    const int kv_head = (item.segment / p_.head_parts) % p_.num_kv_heads;
-    const int seq = item.segment / (p_.head_parts * p_.num_kv_heads);
-    const int first_head = kv_head * p_.gqa_ratio + head_part * p_.heads_per_part;
-    const int heads = detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part);
-    const int seq_len = p_.seq_lens[seq];
-    Fold::Prefetch(temp_.phase.fold, p_, seq, item.partition * p_.partition_tokens); // overlaps the seq_len load
-
-    const bool bad_length = seq_len < 0 || seq_len > p_.max_seq_len ||
-                            static_cast<std::int64_t>(seq_len) > static_cast<std::int64_t>(p_.max_blocks_per_seq) * p_.block_size;
-    const int num_partitions = bad_length ? 0 : ceil_div(seq_len, p_.partition_tokens);
-    if (item.partition >= num_partitions)
-    {
-      if (item.partition == 0) // zero-length (or invalid) sequence: the first block writes the output
-      {
-        const float fill = bad_length ? __int_as_float(0x7fc00000) : 0.f;
-        for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
-        if (bad_length && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
-      }
+      // One call of RunItem, whatever the path: the fold is inlined once (each copy is tens of KB of code).
+      const Assignment a = AssignPlain(plan);
+      if (a.kind == Assignment::fold) { RunItem(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (one_wave_capable)
       {
-        if (p_.one_wave_combine) { GridBarrier::Sync(); } // every block arrives once
+        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
+      }
+    }
+    else { RunPersistent(plan); }
+  }
+
+private:
+  /// A persistent launch (a graph's, or a plain one under a loose bound): the blocks draw tickets until the
+  /// items run out. A block draws its next ticket only when it is done with its item: drawn earlier (when
+  /// the partition is folded, or when its last tile begins), the item waits for this one's combine while
+  /// idle blocks could take it, which measured 3-12 % slower on the skewed batches (bench/NOTES.md,
+  /// session 12).
+  PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
+  {
+    const PlannedLaunch launch = plan.ChooseLaunch();
+    if constexpr (one_wave_capable)
+    {
+      if (p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) && launch.max_partitions <= one_wave_max_partitions)
+      {
+        PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+        if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true); }
+        else { GridBarrier::Sync(); } // every block arrives once
+        return;
+      }
+      if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
+    }
+    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
+    for (;;)
+    {
+      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      __syncthreads();
+      const unsigned ticket = temp_.ticket;
+      __syncthreads(); // every thread has the ticket before thread 0 writes the next
+      if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      const PlannedItem item = plan.ItemAt(ticket);
+      RunItem(item, ticket, launch.partition_tokens, /*one_wave=*/false);
+      __syncthreads(); // the storage is free for the next item
+    }
+  }
+
+  /// A cooperative launch without an init pass whose lengths need the look-back: every block zeroes its
+  /// share of the ticket, arrival counters and statuses, then all meet at the grid barrier (which publishes
+  /// the zeros) before any ticket is drawn.
+  PAGEDATTN_DEVICE void ZeroCombineWords()
+  {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * block_threads;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(block_threads) + threadIdx.x; i < p_.reset_words; i += stride)
+    {
+      p_.state.ticket[i] = 0u;
+    }
+    GridBarrier::Sync();
+  }
+
+  /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by
+  /// runtime values: worked out while the block waits for a load where it can).
+  struct ItemPlace {
+    int seq, kv_head, first_head, heads, first_token;
+  };
+  PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
+  {
+    const int seq = p_.by_segments_per_seq.quotient(item.segment);
+    const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
+    const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
+    const int head_part = k - kv_head * p_.head_parts;
+    return {seq, kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
+            detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), item.partition * partition_tokens};
+  }
+
+  /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
+  /// with fewer items than blocks), or nothing.
+  struct Assignment {
+    enum Kind { none, fold, barrier_only } kind;
+    PlannedItem item;
+    ItemPlace place;
+    unsigned index;
+    int partition_tokens;
+    bool one_wave, prefetched;
+  };
+
+  /// A plain launch: a block per item of the bound. A batch whose every length is max_seq_len (the batch
+  /// the host planned for: its partition size, its grid, its one-wave decision) takes the host's plan with
+  /// no planning at all: the block reads the lengths while it prefetches its item's block ids and draws its
+  /// ticket, and one barrier says whether every length is the bound. Any other batch is planned
+  /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
+  /// without a block).
+  PAGEDATTN_DEVICE Assignment AssignPlain(Plan& plan)
+  {
+    const DecodePlanParams& q = p_.plan;
+    // The lengths first: their round trip overlaps everything up to the check.
+    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    const PlannedLaunch uniform = plan.UniformLaunchOf();
+    const bool uniform_one_wave = one_wave_capable && p_.cooperative && uniform.total_items <= static_cast<int>(gridDim.x) &&
+                                  uniform.max_partitions <= one_wave_max_partitions;
+    // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
+    const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
+    PlannedItem guess{};
+    ItemPlace guess_place{};
+    if (speculate)
+    {
+      guess = plan.UniformItemAt(blockIdx.x);
+      guess_place = PlaceOf(guess, uniform.partition_tokens);
+      Fold::Prefetch(temp_.phase.fold, p_, guess_place.seq, guess_place.first_token, uniform.partition_tokens);
+    }
+    // Blocks past the plan's item budget draw theirs after the check: a batch that is not uniform may let
+    // them leave without one (ChooseLaunch's exit_from).
+    const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
+    const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
+    if (threadIdx.x == 0 && drew_ticket) // with the check: the ticket's atomic overlaps the lengths' loads
+    {
+      arch::wait_for_prior_grids();
+      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+    }
+    bool mine = first_len == q.max_seq_len;
+    for (int i = threadIdx.x + block_threads; i < q.num_seqs; i += block_threads) { mine &= q.seq_lens[i] == q.max_seq_len; }
+    if (__syncthreads_and(mine))
+    {
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (uniform_one_wave)
+      {
+        if (!speculate) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+        return {Assignment::fold, guess, guess_place, blockIdx.x, uniform.partition_tokens, true, true};
+      }
+      if (!drew_ticket)
+      {
+        if (threadIdx.x == 0)
+        {
+          arch::wait_for_prior_grids();
+          temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+        }
+        __syncthreads();
+      }
+      const unsigned ticket = temp_.ticket;
+      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
+      if (speculate && ticket == blockIdx.x) { return {Assignment::fold, guess, guess_place, ticket, uniform.partition_tokens, false, true}; }
+      const PlannedItem item = plan.UniformItemAt(ticket); // (its block ids staged again: nobody has read the guess's)
+      return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
+    }
+
+    const PlannedLaunch launch = plan.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
+    if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
+    if (one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
+        launch.max_partitions <= one_wave_max_partitions)
+    {
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+      const PlannedItem item = plan.ItemAt(blockIdx.x);
+      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
+    }
+    if (threadIdx.x == 0 && !drew_ticket)
+    {
+      arch::wait_for_prior_grids(); // the init pass has zeroed the ticket and the counters
+      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+    }
+    __syncthreads();
+    const unsigned ticket = temp_.ticket;
+    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
+    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+    const PlannedItem item = plan.ItemAt(ticket);
+    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
+  }
+
+  /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
+  /// fold after the grid barrier, which this block reaches exactly once.
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave)
+  {
+    RunItem(item, PlaceOf(item, partition_tokens), index, partition_tokens, one_wave, false);
+  }
+  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already.
+  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
+                                bool prefetched)
+  {
+    const int seq = place.seq, kv_head = place.kv_head, first_head = place.first_head, heads = place.heads;
+    const int first_token = place.first_token;
+    if (!prefetched) { Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); }
+    const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
+
+    if (item.num_partitions <= 0) // an empty sequence (0) or an invalid length (-1): no cache access
+    {
+      const bool invalid = item.num_partitions < 0;
+      const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
+      for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
+      if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
+      if constexpr (one_wave_capable)
+      {
+        if (one_wave) { GridBarrier::Sync(); }
       }
       return;
     }
 
-    // ---- fold this partition's tokens into own_stats / own_values ----------------------------------------
-    const int first_token = item.partition * p_.partition_tokens;
-    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token,
-                             detail::min_int(first_token + p_.partition_tokens, seq_len)};
+    // ---- fold this partition's tokens into the block's partial ---------------------------------------------
+    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len)};
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
@@ -144,40 +321,40 @@ public:
       __syncthreads();
     }
 
-    // ---- merge the partitions of the segment (or write the single partition) -------------------------
+    // ---- merge the partitions of the segment (or write the single partition) -----------------------------
+    // The segment's partials are the slots of its items: the plan lays them out back to back.
+    const SegmentSlots slots{index - static_cast<unsigned>(item.partition), static_cast<std::size_t>(item.first_group)};
     if constexpr (one_wave_capable)
     {
-      if (p_.one_wave_combine)
+      if (one_wave)
       {
-        CombineInOneWave(item, num_partitions, heads, OutputWriter{this, seq, first_head});
+        CombineInOneWave(slots, item.partition, item.num_partitions, heads, OutputWriter{this, seq, first_head});
         return;
       }
     }
     Combine combine(temp_.combine(), heads);
-    combine.Run(p_.state, item.segment, item.partition, num_partitions, own.stats, own.values,
-                OutputWriter{this, seq, first_head});
+    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, seq, first_head});
   }
 
-private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void CombineInOneWave(WorkItem item, int num_partitions, int heads, WriteOutput write)
+  PAGEDATTN_DEVICE void CombineInOneWave(const SegmentSlots& slots, int partition, int num_partitions, int heads, WriteOutput write)
   {
     const PartialStorage& own = temp_.partial();
     SliceCombine slice(temp_.slice(), heads);
-    if (num_partitions > 1) { slice.StoreAggregate(p_.state, item.segment, item.partition, own.stats, own.values); }
-    else { Combine(temp_.combine(), heads).Run(p_.state, item.segment, 0, 1, own.stats, own.values, write); }
+    if (num_partitions > 1) { slice.StoreAggregate(p_.state, slots, partition, own.stats, own.values); }
+    else { Combine(temp_.combine(), heads).Run(p_.state, slots, 0, 1, own.stats, own.values, write); }
     PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     const GridBarrier::Token arrival = GridBarrier::Arrive();
     typename SliceCombine::Plan plan{}; // worked out while the other blocks arrive
-    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, item.segment, item.partition, num_partitions); }
+    if (num_partitions > 1) { plan = slice.MakePlan(p_.state, slots, partition, num_partitions); }
     GridBarrier::Wait(arrival);
     PAGEDATTN_TRACE_POINT(TracePoint::grid_barrier_passed);
-    if (num_partitions > 1) { slice.Run(p_.state, item.segment, plan, write); }
+    if (num_partitions > 1) { slice.Run(p_.state, slots, plan, write); }
   }
 
   struct alignas(4 * sizeof(T)) Vector4 {

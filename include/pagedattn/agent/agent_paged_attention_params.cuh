@@ -1,7 +1,9 @@
 #pragma once
 // The resolved arguments of one decode launch, as the kernel sees them.
+#include <cstddef>
 #include <cstdint>
 
+#include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 
 namespace pagedattn {
@@ -27,10 +29,17 @@ struct PagedAttentionParams {
 
   // Derived by the dispatch.
   int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
+  PartitionDivisor by_segments_per_seq, by_head_parts; ///< a segment's sequence and KV head by multiplies (AgentPagedAttention::PlaceOf)
   int gqa_ratio;
-  int partition_tokens, max_partitions;
-  bool use_tickets; ///< a segment may have several combine groups (look-back): work items by ticket; else blockIdx
-  bool one_wave_combine; ///< cooperative launch: AgentSliceCombine after the runtime's grid barrier (GridBarrier)
+  /// What every block plans its work from (AgentDecodePlan): the lengths, the schedule model, the storage.
+  DecodePlanParams plan;
+  /// Launched cooperatively: every block is resident, so a launch whose items all have a block may combine
+  /// by the slice fold after the runtime's grid barrier (AgentSliceCombine, GridBarrier). Else look-back.
+  bool cooperative;
+  /// The init pass has zeroed the look-back words (ticket, arrival counters, statuses: reset_words words
+  /// from state.ticket). A persistent cooperative launch has none: it zeroes them where it needs them.
+  bool words_zeroed;
+  std::size_t reset_words;
   PartitionCombineState state;
 };
 

@@ -22,6 +22,10 @@ struct AgentPagedAttentionPolicy {
   static constexpr std::size_t smem_budget_bytes = 48 * 1024;
   /// The launch bound, and the automatic partition count's wave (blocks per SM).
   static constexpr int min_blocks_per_sm = 1;
+  /// The persistent grid's launch bound for head sizes up to 128 (0: min_blocks_per_sm). Its loop around the
+  /// fold lets ptxas keep more values live than the plain kernel's straight line; where the plain kernel
+  /// holds more blocks per SM than min_blocks_per_sm, this bound keeps the persistent one there too.
+  static constexpr int persistent_blocks_per_sm_to_head_128 = 0;
   /// CUDA-core fold: 16-byte key loads in flight per lane.
   static constexpr int key_vectors_in_flight = 4;
   /// Fold fp16/bf16 on tensor cores (mma.sync, 32-lane warps, sm_80+); fp32 always uses CUDA cores.

@@ -76,7 +76,7 @@ public:
   /// ([heads][2]: max, sum) and own_values ([heads][HeadDim]) hold the block's aggregate in shared
   /// memory. write(h, vector_index, float4) stores the normalised output. Every thread calls it.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, int segment, int partition, int num_partitions,
+  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, const SegmentSlots& segment, int partition, int num_partitions,
                             const float* own_stats, const float* own_values, WriteOutput write,
                             detail::CombineTiming* timing = nullptr)
   {
@@ -96,7 +96,7 @@ public:
     if (threadIdx.x == 0)
     {
       if (timing) { arch::atomic_max(&timing->aggregate_ready_ns, arch::global_timer_ns()); }
-      arch::wait_for_prior_grids(); // the counters' reset (the init pass) is complete
+      arch::wait_for_prior_grids(); // the counters' reset (the init pass of the decode or of the standalone combine) is complete
       // Releases this block's aggregate; the last arrival acquires every other block's (and passes them
       // on to its threads through the barrier below).
       const unsigned arrived = arch::atomic_add_acq_rel(state.arrivals + state.group_index(segment, group), 1u);
@@ -146,7 +146,7 @@ public:
   static constexpr PartialRef running_value{nullptr, nullptr};
 
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void FoldSegment(const PartitionCombineState& state, int segment, int num_partitions, WriteOutput write)
+  PAGEDATTN_DEVICE void FoldSegment(const PartitionCombineState& state, const SegmentSlots& segment, int num_partitions, WriteOutput write)
   {
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     for (int g = 0; g < num_groups; ++g)
@@ -165,7 +165,7 @@ public:
   }
 
   /// Two-kernel combine, first kernel: store the aggregate, no counter, no look-back.
-  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, int segment, int partition, const float* own_stats,
+  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, const SegmentSlots& segment, int partition, const float* own_stats,
                                        const float* own_values)
   {
     LoadOwn(own_stats, own_values);
@@ -288,7 +288,7 @@ private:
   }
 
   /// Running value := a_first ⊕ ... ⊕ a_{first+count-1} (stored partials, in partition order).
-  PAGEDATTN_DEVICE void FoldPartials(const PartitionCombineState& state, int segment, int first, int count)
+  PAGEDATTN_DEVICE void FoldPartials(const PartitionCombineState& state, const SegmentSlots& segment, int first, int count)
   {
     FoldSequence([&](int q) { return state.partial(segment, q); }, first, count, /*fresh=*/true);
   }
@@ -311,7 +311,7 @@ private:
 
   /// Store the running value as the group's aggregate or inclusive value, then (after every thread's
   /// stores) flip the group's status with release order.
-  PAGEDATTN_DEVICE void Publish(const PartitionCombineState& state, int segment, int group, GroupStatus status)
+  PAGEDATTN_DEVICE void Publish(const PartitionCombineState& state, const SegmentSlots& segment, int group, GroupStatus status)
   {
     StoreValue(state.group(segment, group, status == group_status_inclusive));
     __syncthreads(); // every thread's value stores before the status store, which releases them
@@ -320,7 +320,7 @@ private:
 
   /// Warp 0: find the nearest group k < group whose status is INCLUSIVE such that every group in
   /// (k, group) is at least AGGREGATE; leave it in temp_.lookback_start.
-  PAGEDATTN_DEVICE void LookBack(const PartitionCombineState& state, int segment, int group)
+  PAGEDATTN_DEVICE void LookBack(const PartitionCombineState& state, const SegmentSlots& segment, int group)
   {
     const int lane = arch::lane_id();
     const unsigned* status = state.status + state.group_index(segment, 0);

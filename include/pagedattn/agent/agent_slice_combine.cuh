@@ -68,7 +68,7 @@ public:
 
   /// Store a partition's aggregate (stats [heads][2], values [heads][HeadDim] in shared memory) where
   /// Run() of the segment's blocks reads it. Every thread calls it.
-  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, int segment, int partition, const float* own_stats,
+  PAGEDATTN_DEVICE void StoreAggregate(const PartitionCombineState& state, const SegmentSlots& segment, int partition, const float* own_stats,
                                        const float* own_values) const
   {
     const PartialRef dst = state.partial(segment, partition);
@@ -81,7 +81,7 @@ public:
 
   /// The plan of slice `slice` of a segment with `num_partitions` (2 .. max_partitions) stored
   /// aggregates, for the calling thread. Reads nothing but the arguments.
-  PAGEDATTN_DEVICE Plan MakePlan(const PartitionCombineState& state, int segment, int slice, int num_partitions) const
+  PAGEDATTN_DEVICE Plan MakePlan(const PartitionCombineState& state, const SegmentSlots& segment, int slice, int num_partitions) const
   {
     Plan plan{};
     plan.parts = num_partitions;
@@ -127,7 +127,7 @@ public:
   ///   3. per vector of the slice: the fold of its group aggregates and of their exp sums, normalised.
   /// Every load of phases 1 and 2 (statistics and values) is issued before the first is used.
   template <class WriteOutput>
-  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, int segment, const Plan& plan, WriteOutput write)
+  PAGEDATTN_DEVICE void Run(const PartitionCombineState& state, const SegmentSlots& segment, const Plan& plan, WriteOutput write)
   {
     PAGEDATTN_TRACE_POINT(TracePoint::slice_fold_started);
     float2 s[group_size];

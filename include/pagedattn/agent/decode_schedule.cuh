@@ -1,8 +1,8 @@
 #pragma once
 // The schedule model of a decode launch: how long a partition of the KV sequence one thread block folds,
 // chosen from the lengths to fold. One definition for the host and the device: the host evaluates it with
-// every sequence as long as its bound (max_seq_len), the lengths it knows; a planning pass on the device
-// can evaluate it with the lengths read at run time (issue 15, bench/NOTES.md).
+// every sequence as long as its bound (max_seq_len), the lengths it knows; every block of the decode
+// evaluates it with the lengths read at run time (AgentDecodePlan; issue 15, bench/NOTES.md).
 //
 // The model (bench/NOTES.md v19-v21): a launch of n work items on a device that keeps W thread blocks
 // resident takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
@@ -14,6 +14,7 @@
 // part); an empty or invalid sequence still gives one, the block that writes its output (0 or NaN).
 #include <pagedattn/config.cuh>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pagedattn {
@@ -47,6 +48,34 @@ PAGEDATTN_HOST_DEVICE int partitions_of(int seq_len, int partition_tokens)
 {
   return seq_len <= 0 ? 0 : (seq_len - 1) / partition_tokens + 1;
 }
+
+/// partitions_of and items_of for one partition size, by a multiply and a shift instead of a division
+/// (the device's plan counts every candidate size over every length: ~6 instructions instead of ~25).
+/// Exact for lengths in [0, 2^31): with s = ceil(log2 t) and m = ceil(2^(31+s) / t), m t - 2^(31+s) < t,
+/// so for n < 2^31 the quotient n m / 2^(31+s) exceeds n / t by less than 1 / t, which never reaches the
+/// next integer (Granlund and Montgomery); m <= 2^32, so n m < 2^63.
+struct PartitionDivisor {
+  unsigned long long multiplier;
+  int shift;
+  PAGEDATTN_HOST_DEVICE static PartitionDivisor of(int t)
+  {
+    int s = 0;
+    while (s < 31 && (1 << s) < t) { ++s; }
+    const unsigned long long power = 1ull << (31 + s);
+    return {(power + static_cast<unsigned long long>(t) - 1) / static_cast<unsigned long long>(t), 31 + s};
+  }
+  /// n / t for n in [0, 2^31).
+  PAGEDATTN_HOST_DEVICE int quotient(int n) const
+  {
+    return static_cast<int>(static_cast<unsigned long long>(n) * multiplier >> shift);
+  }
+  PAGEDATTN_HOST_DEVICE int partitions(int seq_len) const { return seq_len <= 0 ? 0 : quotient(seq_len - 1) + 1; }
+  PAGEDATTN_HOST_DEVICE int items(int seq_len) const
+  {
+    const int n = partitions(seq_len);
+    return n > 0 ? n : 1;
+  }
+};
 
 /// Work items of one segment of a sequence: its partitions, or the one block that writes the output of an
 /// empty or invalid sequence.
@@ -104,6 +133,152 @@ PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int lo
     if (c.beats(best)) { best = c; }
   }
   return best.partition_tokens;
+}
+
+} // namespace pagedattn
+
+// ---- the plan of a launch from the lengths on the device ---------------------------------------------------
+//
+// A launch planned on the device (issue 15) lays out its work items in ticket order, sequence by sequence,
+// and within a sequence segment by segment: item = first_item(seq) + k * items_of(len) + partition for the
+// k-th segment of the sequence. Each item owns one partial slot (its index), each segment with more than
+// one partition ceil(P / partition_group_size) consecutive group slots. The host sizes the storage for
+// the most items any batch of lengths <= max_seq_len can be planned with (schedule_capacity); the device
+// considers only partition sizes whose items fit it.
+
+namespace pagedattn {
+
+/// A length the kernel may fold: within [0, max_seq_len] and within the sequence's block table.
+PAGEDATTN_HOST_DEVICE bool valid_seq_len(int seq_len, int max_seq_len, long long table_tokens)
+{
+  return seq_len >= 0 && seq_len <= max_seq_len && static_cast<long long>(seq_len) <= table_tokens;
+}
+
+/// Combine groups of a segment of P partitions: none when one partition writes its output directly.
+PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
+{
+  return partitions > 1 ? (partitions + group_size - 1) / group_size : 0;
+}
+
+/// One work item of a planned launch (AgentDecodePlan::ItemAt; the host reference's items compare bytewise).
+struct alignas(32) PlannedItem {
+  int segment;        ///< sequence * segments_per_seq + k
+  int partition;      ///< 0 .. num_partitions - 1 (0 for an empty or invalid sequence)
+  int num_partitions; ///< the segment's partitions; 0: empty sequence (zeros), -1: invalid length (NaN)
+  int first_group;    ///< the segment's first combine group slot
+  int seq_len;        ///< the sequence's length as the plan read it (the decode folds this)
+  int reserved[3];
+};
+
+/// What the device's plan decides for the whole launch.
+struct alignas(16) PlannedLaunch {
+  int partition_tokens;
+  int total_items;
+  int max_partitions; ///< of any segment
+  int reserved;
+};
+
+/// The plan of a batch whose every length is max_seq_len (partitions of t tokens), with the divisors by
+/// which a block finds item i by multiplies and shifts (AgentDecodePlan::UniformItemAt): the host works
+/// them out once per launch (uniform_layout_of), the blocks only read them.
+struct UniformLayout {
+  int partition_tokens;
+  int partitions;      ///< per segment
+  int items_per_seg;
+  int groups_per_seg;
+  int items_per_seq;   ///< segments_per_seq * items_per_seg
+  PartitionDivisor by_items_per_seq, by_items_per_seg;
+};
+
+/// What the plan is made from: the lengths and what the host knows.
+struct DecodePlanParams {
+  const int* seq_lens;
+  int num_seqs;
+  int segments_per_seq;
+  int max_seq_len;
+  long long table_tokens;           ///< max_blocks_per_seq * block_size
+  ScheduleModel model;              ///< max_partition_tokens <= 128 * 32 (AgentDecodePlan's candidates)
+  unsigned long long item_budget;    ///< the most items the model may choose (plan_item_budget)
+  int fixed_tokens;                 ///< > 0: the caller's partition size
+  int host_tokens;                  ///< the host's choice at max_seq_len: the plan of a batch whose every length is max_seq_len
+  UniformLayout uniform;            ///< that plan's layout: uniform_layout_of(*this, partition_group_size)
+};
+
+/// The host's bound on what a planned launch may need.
+struct ScheduleCapacity {
+  std::size_t items;  ///< work items = partial slots
+  std::size_t groups; ///< combine group slots
+};
+
+/// Items and groups of a launch of num_segments segments whose sequences are at most max_seq_len long.
+/// partition_tokens > 0: the caller's fixed size. Else the model may pick any size whose items fit
+/// `items`: every sequence in partitions of the policy's limit (always possible), and the host's own choice
+/// at max_seq_len (so that a batch of max_seq_len sequences is planned as the host would). No more: a
+/// launch that is not persistent has a thread block per item of this bound (choose_grid), and one whose
+/// bound fits a wave can then be cooperative.
+PAGEDATTN_HOST_DEVICE ScheduleCapacity schedule_capacity(const ScheduleModel& m, std::size_t num_segments, int max_seq_len,
+                                                         int partition_tokens, int host_choice, int group_size)
+{
+  std::size_t items = 0;
+  if (partition_tokens > 0) { items = num_segments * static_cast<std::size_t>(items_of(max_seq_len, partition_tokens)); }
+  else
+  {
+    const std::size_t at_limit = num_segments * static_cast<std::size_t>(items_of(max_seq_len, m.max_partition_tokens));
+    const std::size_t at_host = num_segments * static_cast<std::size_t>(items_of(max_seq_len, host_choice));
+    items = at_limit > at_host ? at_limit : at_host;
+  }
+  // ceil(P / g) <= (P + g - 1) / g for each segment, summed: (items + (g - 1) segments) / g.
+  const std::size_t groups = (items + (group_size - 1) * num_segments) / group_size + 1;
+  return {items, groups};
+}
+
+/// The most items the device's plan may choose for a batch that is not uniform: the storage's, but no
+/// more than four waves or four items per segment, whichever is more. A plain launch has a block per item
+/// of the storage's bound (the host's plan at max_seq_len); where even partitions of the limit (or the
+/// caller's size) fit this budget, the blocks past it leave right after the plan's first pass over the
+/// lengths instead of planning (AgentDecodePlan::ChooseLaunch). Where nothing fits it, the plan takes the
+/// limit, as when nothing fits the storage.
+/// Waves of work items a launch planned on the device is sized for (plan_item_budget; and the bound past
+/// which a plain launch takes the persistent grid, loose_bound in device/dispatch/decode_plan.cuh).
+inline constexpr int plan_budget_waves = 4;
+
+PAGEDATTN_HOST_DEVICE std::size_t plan_item_budget(const ScheduleModel& m, std::size_t num_segments, std::size_t capacity_items)
+{
+  const std::size_t waves = plan_budget_waves * static_cast<std::size_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
+  const std::size_t per_segment = 4 * num_segments;
+  const std::size_t budget = waves > per_segment ? waves : per_segment;
+  return budget < capacity_items ? budget : capacity_items;
+}
+
+/// One sequence's share of a plan with partitions of t tokens.
+struct SequenceSchedule {
+  int partitions;       ///< per segment: 0 (empty), -1 (invalid), else ceil(len / t)
+  int items_per_seg;    ///< items_of
+  int groups_per_seg;   ///< groups_of
+};
+PAGEDATTN_HOST_DEVICE SequenceSchedule schedule_sequence(int seq_len, bool valid, int t, int group_size)
+{
+  const int p = valid ? partitions_of(seq_len, t) : 0;
+  return {valid ? p : -1, p > 0 ? p : 1, groups_of(p, group_size)};
+}
+
+/// The layout of the plan of a batch whose every length is max_seq_len, with the caller's or the host's
+/// partition size (the host fills DecodePlanParams::uniform with it; group_size: partition_group_size).
+PAGEDATTN_HOST_DEVICE UniformLayout uniform_layout_of(const DecodePlanParams& p, int group_size)
+{
+  const int t = p.fixed_tokens > 0 ? p.fixed_tokens : p.host_tokens;
+  const int per_seg = items_of(p.max_seq_len, t);
+  const int per_seq = p.segments_per_seq * per_seg;
+  return {t, partitions_of(p.max_seq_len, t), per_seg, groups_of(partitions_of(p.max_seq_len, t), group_size),
+          per_seq, PartitionDivisor::of(per_seq > 0 ? per_seq : 1), PartitionDivisor::of(per_seg)};
+}
+
+/// The record of the item at `offset` items into a sequence's run (first_group: the sequence's first).
+PAGEDATTN_HOST_DEVICE PlannedItem planned_item(int seq, int segments_per_seq, const SequenceSchedule& s, int offset, int first_group,
+                                               int seq_len)
+{
+  const int k = offset / s.items_per_seg;
+  return {seq * segments_per_seq + k, offset % s.items_per_seg, s.partitions, first_group + k * s.groups_per_seg, seq_len, {0, 0, 0}};
 }
 
 } // namespace pagedattn

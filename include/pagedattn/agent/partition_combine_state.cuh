@@ -2,9 +2,10 @@
 // Level 3 state: where the partition combiner keeps its counters, status words and partial values.
 //
 // A segment is one (sequence, KV head, head part) whose KV partitions merge into one output. Its
-// partitions are numbered 0..P-1 and grouped in fixed runs of partition_group_size:
-//     partial = segment * max_partitions + partition        (one per thread block)
-//     group = segment * max_groups + partition / partition_group_size
+// partitions are numbered 0..P-1 and grouped in fixed runs of partition_group_size. Its partials occupy
+// consecutive slots from its first partial slot, its groups consecutive slots from its first group slot
+// (SegmentSlots): in a fixed layout segment s starts at s * max_partitions and s * max_groups; a launch
+// planned on the device packs the segments back to back.
 // Each thread block stores its partial (one per head: fp32 stats and weighted_v[head_dim]). Each group has
 // an arrival counter, a status word and two values: its aggregate (the fold of its partials) and, once
 // known, its inclusive prefix (the fold of groups 0..g). All of it lives in the caller's temporary
@@ -52,13 +53,34 @@ struct PartitionCombineLayout {
 
   PAGEDATTN_HOST_DEVICE static std::size_t align_up(std::size_t n) { return (n + alignment - 1) / alignment * alignment; }
 
+  std::size_t partial_slots = 0; ///< partials the storage holds
+  std::size_t group_slots = 0;   ///< combine groups the storage holds
+
   PartitionCombineLayout() = default;
+  /// num_segments segments of up to max_partitions partitions each, segment s at partial slot
+  /// s * max_partitions and group slot s * max_groups (PartitionCombineState::slots).
   PAGEDATTN_HOST_DEVICE PartitionCombineLayout(std::size_t segments, int max_partitions_, int heads_, int head_dim_)
       : num_segments(segments), max_partitions(max_partitions_),
         max_groups((max_partitions_ + partition_group_size - 1) / partition_group_size), heads(heads_), head_dim(head_dim_)
   {
-    const std::size_t partials = segments * static_cast<std::size_t>(max_partitions);
-    const std::size_t groups = segments * static_cast<std::size_t>(max_groups);
+    place(segments * static_cast<std::size_t>(max_partitions), segments * static_cast<std::size_t>(max_groups));
+  }
+  /// Storage for partial_slots partials and group_slots groups, wherever each segment's are (a launch
+  /// planned on the device says so per work item: SegmentSlots).
+  PAGEDATTN_HOST_DEVICE static PartitionCombineLayout for_slots(std::size_t partial_slots, std::size_t group_slots, int heads, int head_dim)
+  {
+    PartitionCombineLayout l;
+    l.heads = heads;
+    l.head_dim = head_dim;
+    l.place(partial_slots, group_slots);
+    return l;
+  }
+
+private:
+  PAGEDATTN_HOST_DEVICE void place(std::size_t partials, std::size_t groups)
+  {
+    partial_slots = partials;
+    group_slots = groups;
     const std::size_t partial_floats = static_cast<std::size_t>(heads) * head_dim;
     ticket_offset = 0;
     arrivals_offset = alignment; // the ticket gets a 256-byte line of its own
@@ -85,6 +107,14 @@ PAGEDATTN_HOST_DEVICE WorkItem work_item_of_ticket(unsigned ticket, int max_part
   return {static_cast<int>(ticket / static_cast<unsigned>(max_partitions)), static_cast<int>(ticket % static_cast<unsigned>(max_partitions))};
 }
 
+/// Where a segment's partials and combine groups live: its first partial slot and its first group slot.
+/// Partials 0..P-1 of the segment are consecutive slots from first_partial, its groups consecutive slots
+/// from first_group.
+struct SegmentSlots {
+  std::size_t first_partial;
+  std::size_t first_group;
+};
+
 /// A stored partial value: stats [heads][2] and values [heads][head_dim].
 struct PartialRef {
   float* stats;
@@ -100,7 +130,7 @@ struct PartitionCombineState {
   float* partial_values;
   float* group_stats;
   float* group_values;
-  std::size_t num_groups; ///< num_segments * max_groups
+  std::size_t num_groups; ///< group slots (num_segments * max_groups for a fixed layout)
   int max_partitions;
   int max_groups;
   int heads;
@@ -116,7 +146,7 @@ struct PartitionCombineState {
             reinterpret_cast<float*>(base + l.partial_values_offset),
             reinterpret_cast<float*>(base + l.group_stats_offset),
             reinterpret_cast<float*>(base + l.group_values_offset),
-            l.num_segments * static_cast<std::size_t>(l.max_groups),
+            l.group_slots,
             l.max_partitions,
             l.max_groups,
             l.heads,
@@ -124,16 +154,21 @@ struct PartitionCombineState {
   }
 
   PAGEDATTN_HOST_DEVICE std::size_t partial_floats() const { return static_cast<std::size_t>(heads) * head_dim; }
-  PAGEDATTN_HOST_DEVICE std::size_t partial_index(int segment, int partition) const { return static_cast<std::size_t>(segment) * max_partitions + partition; }
-  PAGEDATTN_HOST_DEVICE std::size_t group_index(int segment, int group) const { return static_cast<std::size_t>(segment) * max_groups + group; }
+  /// The slots of segment `segment` in a fixed layout (segments of max_partitions partials).
+  PAGEDATTN_HOST_DEVICE SegmentSlots slots(int segment) const
+  {
+    return {static_cast<std::size_t>(segment) * max_partitions, static_cast<std::size_t>(segment) * max_groups};
+  }
+  PAGEDATTN_HOST_DEVICE std::size_t partial_index(const SegmentSlots& segment, int partition) const { return segment.first_partial + partition; }
+  PAGEDATTN_HOST_DEVICE std::size_t group_index(const SegmentSlots& segment, int group) const { return segment.first_group + group; }
 
-  PAGEDATTN_HOST_DEVICE PartialRef partial(int segment, int partition) const
+  PAGEDATTN_HOST_DEVICE PartialRef partial(const SegmentSlots& segment, int partition) const
   {
     const std::size_t t = partial_index(segment, partition);
     return {partial_stats + t * heads * 2, partial_values + t * partial_floats()};
   }
   /// inclusive == false: the group's aggregate; true: its inclusive prefix.
-  PAGEDATTN_HOST_DEVICE PartialRef group(int segment, int group, bool inclusive) const
+  PAGEDATTN_HOST_DEVICE PartialRef group(const SegmentSlots& segment, int group, bool inclusive) const
   {
     const std::size_t g = (inclusive ? num_groups : 0) + group_index(segment, group);
     return {group_stats + g * heads * 2, group_values + g * partial_floats()};

@@ -33,7 +33,7 @@ public:
   };
 
   /// Nothing to stage: the warp tiles read the block table as they go.
-  static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T>&, int, int) {}
+  static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T>&, int, int, int) {}
 
   /// Block-wide. Writes the block's partial of each head h < work.heads to stats[2h], stats[2h + 1]
   /// (max score, exp sum) and values[h * HeadDim + d]; returns true (in every thread) if a live token's

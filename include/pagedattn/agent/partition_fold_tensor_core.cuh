@@ -49,10 +49,11 @@ public:
   /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
   /// table entries of the partition starting at first_token, as far as the table row goes. Run() reads
   /// only those of live tokens.
-  static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_token)
+  static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_token, int partition_tokens)
   {
-    const int first_block = first_token / p.block_size;
-    const int blocks = min(p.partition_tokens / p.block_size, p.max_blocks_per_seq - first_block);
+    const int log2_block_size = 31 - __clz(p.block_size); // (8, 16 or 32: shifts, not divisions)
+    const int first_block = first_token >> log2_block_size;
+    const int blocks = min(partition_tokens >> log2_block_size, p.max_blocks_per_seq - first_block);
     const int* table = p.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + first_block;
     for (int b = threadIdx.x; b < blocks; b += block_threads) { temp.block_ids[b] = table[b]; }
   }

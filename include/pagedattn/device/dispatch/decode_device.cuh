@@ -69,6 +69,16 @@ inline cudaError_t current_device_info(DeviceInfo& info)
   return cudaSuccess;
 }
 
+/// Whether `stream` is capturing a CUDA graph (then the decode's grid is persistent: a graph may be replayed
+/// with any lengths under its bound).
+inline cudaError_t stream_is_capturing(cudaStream_t stream, bool& capturing)
+{
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing"));
+  capturing = status != cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
 /// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
 template <class T, int HeadDim, int MaxHeads, class Policy>
 constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::TempStorage); }
@@ -76,17 +86,21 @@ constexpr std::size_t paged_attention_smem_bytes() { return sizeof(typename Agen
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
 inline constexpr int cached_devices = 64;
 
-/// One instantiation of the decode kernel and its facts.
-template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy>
+/// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
+/// draw tickets until the items run out; else a block per item (see choose_grid).
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T>;
   static constexpr int block_threads = Policy::block_threads;
   static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
   static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
 
-  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain>; }
+  static constexpr bool persistent = Persistent;
+
+  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Persistent>; }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
   /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and
@@ -109,25 +123,24 @@ struct DecodeKernel {
     return cudaSuccess;
   }
 
-  /// Blocks of this kernel that can be resident on the whole device at once, for the one-wave decision:
-  /// 0 where the kernel or the device cannot launch cooperatively. The occupancy is asked once per device.
+  /// Whether launches of this kernel on this device may be cooperative (one wave: the slice fold).
+  static bool cooperative_capable(const DeviceInfo& info) { return one_wave_capable && info.cooperative_launch; }
+
+  /// Blocks of this kernel that can be resident on the whole device at once: the persistent grid. The
+  /// occupancy is asked once per device.
   static cudaError_t resident_blocks(const DeviceInfo& info, std::size_t& blocks)
   {
-    blocks = 0;
-    if constexpr (one_wave_capable)
+    static std::atomic<int> per_sm_cache[cached_devices] = {}; // 0: not yet asked (the kernel fits at least 1)
+    int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
+    if (per_sm == 0)
     {
-      if (!info.cooperative_launch) { return cudaSuccess; }
-      static std::atomic<int> per_sm_cache[cached_devices] = {}; // 0: not yet asked (the kernel fits at least 1)
-      int per_sm = info.device < cached_devices ? per_sm_cache[info.device].load(std::memory_order_relaxed) : 0;
-      if (per_sm == 0)
-      {
-        PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info)); // the occupancy counts the opted-in size
-        PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
-                                             "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
-        if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }
-      }
-      blocks = static_cast<std::size_t>(per_sm) * static_cast<std::size_t>(info.sm_count);
+      PAGEDATTN_RETURN_IF_ERROR(reserve_shared_memory(info)); // the occupancy counts the opted-in size
+      PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function(), block_threads, smem_bytes),
+                                           "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+      if (per_sm < 1) { per_sm = 1; }
+      if (info.device < cached_devices) { per_sm_cache[info.device].store(per_sm, std::memory_order_relaxed); }
     }
+    blocks = static_cast<std::size_t>(per_sm) * static_cast<std::size_t>(info.sm_count);
     return cudaSuccess;
   }
 };

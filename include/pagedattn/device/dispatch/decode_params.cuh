@@ -1,7 +1,7 @@
 #pragma once
-// The decode kernel's parameters, from the arguments, the host's plan and the temporary storage
-// (make_params). Host code without launches, so that the emulated host run of the decode
-// (test/emulated/) builds them as the dispatch does.
+// The parameters of the decode kernel, from the arguments, the host's plan and the temporary storage. Host
+// code without launches, so that the emulated host run of the decode (test/emulated/) builds them as the
+// dispatch does.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
@@ -37,12 +37,22 @@ PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePla
   p.heads_per_part = plan.head_split.heads_per_part;
   p.head_parts = plan.head_split.head_parts;
   p.gqa_ratio = a.num_heads / a.num_kv_heads;
-  p.partition_tokens = plan.partition_tokens;
-  p.max_partitions = plan.max_partitions;
-  // Tiles by ticket only where a block may wait on others (look-back over several groups); a cooperative
-  // launch has every block resident, and meets at the runtime's barrier instead.
-  p.use_tickets = plan.combine == CombineKind::look_back && plan.layout.max_groups > 1;
-  p.one_wave_combine = plan.combine == CombineKind::one_wave;
+  p.plan = DecodePlanParams{a.seq_lens,
+                             a.num_seqs,
+                             plan.segments_per_seq,
+                             a.max_seq_len,
+                             static_cast<long long>(a.max_blocks_per_seq) * a.block_size,
+                             plan.model,
+                             plan_item_budget(plan.model, plan.num_segments, plan.capacity.items),
+                             a.partition_tokens,
+                             plan.host_tokens,
+                             {}};
+  p.plan.uniform = uniform_layout_of(p.plan, partition_group_size);
+  p.by_segments_per_seq = PartitionDivisor::of(plan.segments_per_seq);
+  p.by_head_parts = PartitionDivisor::of(plan.head_split.head_parts);
+  p.cooperative = plan.cooperative;
+  p.words_zeroed = plan.init_pass;
+  p.reset_words = plan.layout.reset_bytes / sizeof(unsigned);
   p.state = PartitionCombineState::bind(d_temp_storage, plan.layout);
   return p;
 }

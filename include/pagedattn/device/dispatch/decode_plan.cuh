@@ -1,10 +1,10 @@
 #pragma once
 // The host-only plan of a decode launch, a pure function of the arguments, the policy and a few facts of
 // the device and the kernel: the argument checks, how a KV head's query heads are split over thread
-// blocks, the partition size (a wave model), the temporary storage, and the one decision of which
-// combine runs. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
-#include <pagedattn/agent/agent_slice_combine.cuh>
+// blocks, the schedule model every block of the decode evaluates on the device, the temporary storage and the
+// grid. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
 #include <pagedattn/agent/decode_schedule.cuh>
+#include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
@@ -141,26 +141,27 @@ int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segment
 
 
 // ---- the plan --------------------------------------------------------------------------------------------
+//
+// A launch is planned twice. Here, on the host, from the bound max_seq_len: the temporary storage and the
+// grid, both valid for any lengths up to the bound (so a CUDA graph captured once serves every replay).
+// Then on the device, by every block of the decode in its prologue (AgentDecodePlan), from the lengths
+// themselves: the partition size and the work items.
 
-/// How the partitions of a segment are merged. Decided once per launch (choose_combine); the kernel's
-/// parameters carry it to the agents, and the launch only executes it.
-enum class CombineKind {
-  single_partition, ///< every segment fits one partition: each block writes its output directly
-  look_back,        ///< AgentPartitionCombine: group folds and decoupled look-back, after an init pass
-  one_wave,         ///< AgentSliceCombine: a cooperative launch, a grid barrier, a fold of slices
-};
-
-/// Shapes the launch derives from the arguments and the policy.
+/// What the host decides for a launch.
 struct DecodePlan {
-  int partition_tokens;
-  int max_partitions;
   HeadSplit head_split;
   std::size_t num_segments;
-  std::size_t grid;  ///< thread blocks: num_segments x max_partitions
-  bool partitioned;  ///< more than one partition possible: partials, statuses, a combine
-  PartitionCombineLayout layout;
+  int segments_per_seq;      ///< num_kv_heads x head_parts
+  ScheduleModel model;       ///< what the device evaluates
+  int host_tokens;           ///< the model's choice for a batch of max_seq_len sequences (the device's uniform fast path)
+  ScheduleCapacity capacity; ///< the most items and group slots any batch under the bound is planned with
+  int max_partitions_bound;  ///< the most partitions any segment of such a batch can get
+  PartitionCombineLayout layout; ///< the combine's storage: capacity.items partials, capacity.groups groups
   std::size_t temp_bytes;
-  CombineKind combine; ///< set by choose_combine
+  std::size_t grid;          ///< set by choose_grid
+  bool persistent;           ///< set by choose_grid: the grid's blocks draw tickets until the items run out
+  bool cooperative;          ///< set by choose_grid
+  bool init_pass;            ///< set by choose_grid: the decode may combine by look-back (tickets, counters)
 };
 
 template <class Policy, class T>
@@ -168,27 +169,65 @@ DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
 {
   DecodePlan plan{};
   plan.head_split = head_split(a.num_heads / a.num_kv_heads);
-  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * a.num_kv_heads * plan.head_split.head_parts;
-  plan.partition_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
-  plan.max_partitions = a.max_seq_len <= 0 ? 1 : (a.max_seq_len + plan.partition_tokens - 1) / plan.partition_tokens;
-  plan.grid = plan.num_segments * static_cast<std::size_t>(plan.max_partitions);
-  plan.partitioned = plan.max_partitions > 1;
-  plan.layout = PartitionCombineLayout(plan.partitioned ? plan.num_segments : 0, plan.max_partitions, plan.head_split.heads_per_part,
-                                    a.head_size);
-  plan.temp_bytes = plan.partitioned ? plan.layout.total_bytes : 16; // never 0, so a real allocation exists
-  plan.combine = plan.partitioned ? CombineKind::look_back : CombineKind::single_partition;
+  plan.segments_per_seq = a.num_kv_heads * plan.head_split.head_parts;
+  plan.num_segments = static_cast<std::size_t>(a.num_seqs) * plan.segments_per_seq;
+  plan.model = schedule_model<Policy>(a, sm_count);
+  plan.host_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
+  plan.capacity = schedule_capacity(plan.model, plan.num_segments, a.max_seq_len, a.partition_tokens, plan.host_tokens, partition_group_size);
+  plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
+  plan.temp_bytes = plan.layout.total_bytes;
+  // A segment's partitions: at most those of max_seq_len at the smallest size the device may choose, and
+  // at most what the storage leaves it when every other segment has one item.
+  const int smallest = a.partition_tokens > 0 ? a.partition_tokens : min_auto_partition_tokens;
+  const std::size_t by_storage = (plan.capacity.items - plan.num_segments) / static_cast<std::size_t>(plan.segments_per_seq) + 1;
+  const std::size_t by_length = static_cast<std::size_t>(partitions_of(a.max_seq_len, smallest));
+  plan.max_partitions_bound = static_cast<int>(by_length < by_storage ? by_length : by_storage);
+  plan.grid = 0;
+  plan.persistent = false;
+  plan.cooperative = false;
+  plan.init_pass = true;
   return plan;
 }
 
-/// The combine of a partitioned launch: one wave when every block of the grid can be resident at once
-/// (resident_blocks: what the kernel's occupancy allows on the whole device, 0 where the kernel, the
-/// policy or the device cannot launch cooperatively) and no segment has more partitions than the slice
-/// fold stages; else look-back.
-inline CombineKind choose_combine(const DecodePlan& plan, std::size_t resident_blocks)
+/// The plan's limits: item indices and the grid are ints on the device.
+inline cudaError_t validate_plan(const DecodePlan& plan)
 {
-  if (!plan.partitioned) { return CombineKind::single_partition; }
-  if (plan.max_partitions <= one_wave_max_partitions && plan.grid <= resident_blocks) { return CombineKind::one_wave; }
-  return CombineKind::look_back;
+  if (plan.capacity.items > 0x7fffffffu)
+  {
+    return fail(cudaErrorInvalidValue, "pagedattn::Decode: too many work items for these shapes (num_seqs x heads x ceil(max_seq_len / "
+                                       "partition_tokens) = " + std::to_string(plan.capacity.items) + ")");
+  }
+  return cudaSuccess;
+}
+
+/// Whether a plain launch takes the persistent grid as a captured one does: where the bound admits more
+/// than plan_budget_waves waves of items. A block per item of such a bound would mostly launch blocks that
+/// find no item whenever the lengths are well under it (1x100000+63x512 at max_seq_len 100000: 8704 blocks
+/// for 1036 items; the 7668 without one held a block's slot ~6 µs each, 347 µs in all against 177 µs
+/// persistent, bench/NOTES.md session 11). Every uniform shape of bench_decode stays under it.
+inline bool loose_bound(const DecodePlan& plan)
+{
+  return plan.capacity.items > static_cast<std::size_t>(plan_budget_waves) * static_cast<std::size_t>(plan.model.wave_blocks);
+}
+
+/// The grid. Persistent (a launch captured in a graph, whose replays may fold far fewer items than the
+/// bound allows): the blocks the device keeps resident at once (resident_blocks; at least one), never more
+/// than the items there can be; cooperative where the kernel and the device can. Else a block per item of
+/// the bound, cooperative where the kernel and the device can and the grid fits at once. A cooperative
+/// launch whose items all have a block combines by the slice fold, decided on the device. The init pass
+/// (the look-back words zeroed) is left out where every batch under the bound is planned in one wave, and
+/// from a persistent cooperative launch, whose blocks zero the words themselves where the lengths need them.
+inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool cooperative_capable, bool persistent)
+{
+  const std::size_t resident = resident_blocks > 0 ? resident_blocks : 1;
+  const std::size_t items = plan.capacity.items > 0 ? plan.capacity.items : 1;
+  plan.persistent = persistent;
+  plan.grid = persistent && items > resident ? resident : items;
+  plan.cooperative = cooperative_capable && plan.grid <= resident;
+  const bool always_one_wave = plan.cooperative && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
+  // A persistent cooperative launch (a graph's) zeroes the look-back words itself, only where its lengths
+  // need them (AgentPagedAttention::ZeroCombineWords): a replay then runs one kernel, not two.
+  plan.init_pass = !always_one_wave && !(persistent && plan.cooperative);
 }
 
 } // namespace detail

@@ -103,10 +103,10 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
   if (num_partitions <= 0 && partition == 0) { fill_segment(out, p.heads * HeadDim, num_partitions == 0 ? 0.f : quiet_nan()); }
   if (partition >= num_partitions) { return; }
 
-  const std::size_t slot = p.state.partial_index(segment, partition);
+  const std::size_t slot = p.state.partial_index(p.state.slots(segment), partition);
   own.load(p, slot);
   if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, slot); }
-  Agent(temp, p.heads).Run(p.state, segment, partition, num_partitions, own.stats, own.values, FloatOutputWriter{out, HeadDim},
+  Agent(temp, p.heads).Run(p.state, p.state.slots(segment), partition, num_partitions, own.stats, own.values, FloatOutputWriter{out, HeadDim},
                            Debug && p.debug.timing ? p.debug.timing + segment : nullptr);
 }
 
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel
   if (partition >= checked_partitions(p, segment)) { return; }
   own.load(p, blockIdx.x);
   if constexpr (Debug) { debug_delay(p.debug.max_delay_ns, blockIdx.x); }
-  Agent(temp, p.heads).StoreAggregate(p.state, segment, partition, own.stats, own.values);
+  Agent(temp, p.heads).StoreAggregate(p.state, p.state.slots(segment), partition, own.stats, own.values);
 }
 
 template <int HeadDim, int MaxHeads>
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
     fill_segment(out, p.heads * HeadDim, num_partitions == 0 ? 0.f : quiet_nan());
     return;
   }
-  Agent(temp, p.heads).FoldSegment(p.state, segment, num_partitions, FloatOutputWriter{out, HeadDim});
+  Agent(temp, p.heads).FoldSegment(p.state, p.state.slots(segment), num_partitions, FloatOutputWriter{out, HeadDim});
 }
 
 /// The facade's work (algorithm single_pass, Debug false), and the tests' and benchmarks' entry for the

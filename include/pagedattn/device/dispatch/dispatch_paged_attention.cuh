@@ -1,7 +1,8 @@
 #pragma once
 // DevicePagedAttention::Decode, top to bottom: check the arguments, learn the device (cached), take the
-// policy of the code the device runs, plan the launch (head tiling, partitions, temporary storage), pick
-// the kernel instantiation and, with its occupancy, the combine, then launch. Each step lives in a header
+// policy of the code the device runs, plan the launch on the host (head tiling, the schedule model, the
+// temporary storage for any lengths up to max_seq_len), pick the kernel instantiation and, with its
+// occupancy, the persistent grid, then launch the decode (after its init pass where it may need one). Each step lives in a header
 // of its own: decode_arguments.cuh (what the caller passes), decode_plan.cuh (the host-only plan),
 // decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh.
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
@@ -23,16 +24,16 @@ namespace detail {
 /// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads): 1, 4 or 8 heads for the
 /// CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation serves
 /// every group. validate_arguments() has checked head_size against HeadDims.
-template <class T, class PolicyChain, class Policy, int... HeadDims, class F>
+template <class T, class PolicyChain, class Policy, bool Persistent, int... HeadDims, class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
   auto for_head_dim = [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
-    if constexpr (uses_tensor_cores<T, Policy>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy>{}); }
-    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy>{}); }
-    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy>{}); }
-    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy>{}); }
+    if constexpr (uses_tensor_cores<T, Policy>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent>{}); }
+    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent>{}); }
+    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent>{}); }
+    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent>{}); }
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
   return result;
@@ -50,6 +51,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     using Policy = decltype(policy);
     PAGEDATTN_RETURN_IF_ERROR((validate_partition_tokens<Policy>(a)));
     DecodePlan plan = make_plan<Policy>(a, device.sm_count);
+    PAGEDATTN_RETURN_IF_ERROR(validate_plan(plan));
     if (d_temp_storage == nullptr)
     {
       temp_storage_bytes = plan.temp_bytes;
@@ -61,15 +63,21 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
                                              " < " + std::to_string(plan.temp_bytes) + " required for these shapes");
     }
     if (a.num_seqs == 0) { return cudaSuccess; }
-    if (plan.grid > 0x7fffffffu) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: too many thread blocks (num_seqs * heads * partitions)"); }
 
-    return with_decode_kernel<T, PolicyChain, Policy>(HeadDims{}, a.head_size, plan.head_split.max_heads, [&](auto kernel) -> cudaError_t {
+    auto launch = [&](auto kernel) -> cudaError_t {
       using Kernel = decltype(kernel);
       std::size_t resident = 0;
-      if (plan.partitioned) { PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident)); }
-      plan.combine = choose_combine(plan, resident);
+      PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident));
+      choose_grid(plan, resident, Kernel::cooperative_capable(device), Kernel::persistent);
       return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), d_temp_storage, stream);
-    });
+    };
+    // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
+    // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
+    // items (loose_bound). Other plain launches: a block per item of the bound.
+    bool capturing = false;
+    PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
+    if (capturing || loose_bound(plan)) { return with_decode_kernel<T, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
+    return with_decode_kernel<T, PolicyChain, Policy, false>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch);
   });
 }
 

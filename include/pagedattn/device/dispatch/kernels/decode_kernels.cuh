@@ -1,7 +1,7 @@
 #pragma once
-// The kernels of the paged decode: the decode itself (one thread block per (segment, partition), the
-// agent AgentPagedAttention), the init pass of a look-back launch, and the probe whose PTX version tells
-// the host which policy the device's code was compiled with.
+// The kernels of the paged decode: the decode itself (a persistent grid whose blocks plan the launch from
+// the lengths and take its work items, AgentPagedAttention), its init pass, and the probe whose PTX
+// version tells the host which policy the device's code was compiled with.
 #include <pagedattn/agent/agent_paged_attention.cuh>
 
 #include <cstddef>
@@ -9,21 +9,33 @@
 namespace pagedattn {
 namespace detail {
 
-template <class T, int HeadDim, int MaxHeads, class PolicyChain>
-__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads, PolicyChain::device_policy::min_blocks_per_sm)
+/// Blocks per SM the decode kernel is compiled for (its launch bound).
+template <class Policy, int HeadDim, bool Persistent>
+constexpr int decode_launch_bound()
+{
+  return Persistent && HeadDim <= 128 && Policy::persistent_blocks_per_sm_to_head_128 > 0 ? Policy::persistent_blocks_per_sm_to_head_128
+                                                                                            : Policy::min_blocks_per_sm;
+}
+
+/// Persistent: a grid of the resident blocks that draw tickets until the items run out; else a block per
+/// item of the host's bound (AgentPagedAttention::Run).
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent>
+__global__ void __launch_bounds__(PolicyChain::device_policy::block_threads,
+                                  (decode_launch_bound<typename PolicyChain::device_policy, HeadDim, Persistent>()))
 paged_attention_kernel(const PagedAttentionParams<T> params)
 {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
   // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (128-byte
   // aligned: the stages at its start need it, see PartitionFoldTensorCore::TempStorage.)
   extern __shared__ __align__(128) unsigned char paged_attention_smem[];
-  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).Run();
+  Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).template Run<Persistent>();
   PAGEDATTN_TRACE_POINT(TracePoint::block_done);
 }
 
-/// The init pass of a look-back launch: zeroes the ticket, arrival counters and status words. It lets
-/// the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits for this
-/// grid's completion only where it first touches those words (before the ticket, or before its arrival).
+/// The init pass of a launch that may combine by look-back: zeroes the ticket, arrival counters and status
+/// words. It lets the decode kernel start at once (programmatic dependent launch, sm_90): the decode waits
+/// for this grid's completion only where it first touches those words (before its first ticket, or before
+/// its arrival).
 template <class Word>
 __global__ void reset_partition_state_kernel(Word* words, std::size_t count)
 {

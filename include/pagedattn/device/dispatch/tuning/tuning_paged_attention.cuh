@@ -58,6 +58,11 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
 struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm90";
   static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM
+  /// At head 128 the plain kernel takes 140 registers (three blocks per SM), the persistent one 191 (two);
+  /// bounded to three it takes 168, with 60 bytes of spill stores (ptxas, nvcc 13; the plan's registers
+  /// held across the loop, AgentDecodePlan). At head 256 both hold two blocks per SM (231 and 255
+  /// registers), and a bound of three would spill 854 bytes.
+  static constexpr int persistent_blocks_per_sm_to_head_128 = 3;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.
