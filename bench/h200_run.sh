@@ -13,7 +13,8 @@
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 # H200_RUN_PART=tests (steps 2, 4, 5) or sanitizers (step 3 alone) splits the run over two calls of the
 # device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both;
-# SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124).
+# SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
+# SANITIZER_BINARIES (names, space-separated; default every GPU test binary) picks the binaries it checks.
 set -uo pipefail
 PART=${H200_RUN_PART:-all}
 SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-600}
@@ -63,10 +64,11 @@ fi
 if [ "$PART" != tests ]; then
 mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' | sort)
 {
-  echo "# compute-sanitizer on $gpu, commit $commit: tool binary errors (PAGEDATTN_TEST_REDUCED=1)"
+  echo "# compute-sanitizer on $gpu, commit $commit: tool binary errors (PAGEDATTN_TEST_REDUCED=1)${SANITIZER_BINARIES:+; only $SANITIZER_BINARIES}"
   for bin in "${gpu_bins[@]}"; do
     name=$(basename "$bin")
     case "$name" in *_host) continue ;; esac
+    if [ -n "${SANITIZER_BINARIES:-}" ]; then case " $SANITIZER_BINARIES " in *" $name "*) ;; *) continue ;; esac; fi
     for tool in memcheck racecheck synccheck initcheck; do
       logf="$LOGS/sanitizer-$tool-$name.txt"
       # ~[api_error]: leave out the cases that provoke a CUDA API error on purpose (the sanitizer counts those)
