@@ -8,6 +8,7 @@
 #include <pagedattn/thread/thread_operators.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/thread/thread_attention_partial.cuh>
+#include <pagedattn/thread/thread_fp8.cuh>
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
