@@ -7,7 +7,11 @@
 //             stage, wait_group + a block barrier per tile;
 //   bulk      one thread issues one cp.async.bulk per 8 KB run (one KV head of one cache block, K or V),
 //             completion on an mbarrier per stage (expect_tx); the block waits on the mbarrier's phase
-//             and passes a barrier before the stage is refilled (sm_90 only).
+//             and passes a barrier before the stage is refilled (sm_90 only);
+//   bulk+ws   the same copies from a producer warp of its own (warp specialisation, as TensorRT-LLM's
+//             XQA does): each stage has a "full" mbarrier (the copies landed) and an "empty" one (every
+//             consumer warp is done with it), and no block barrier at all, so a stage is refilled as soon
+//             as the consumers release it (sm_90 only; 4 consumer warps + 1 producer warp).
 //
 // Each block streams the tiles of one (sequence, KV head, partition) as the decode does: 32 tokens per
 // tile (K and V of two cache blocks of 16 tokens at head 256, fp16: 32 KB), S stages, S - 1 in flight;
@@ -39,7 +43,7 @@ constexpr int tile_bytes = runs_per_tile * run_bytes;           ///< 32 KB
 constexpr int threads = 128;
 [[maybe_unused]] constexpr long long max_spins = 1ll << 26; ///< a bounded wait: ~0.5 s of polling, then a trap
 
-enum class Mode { cp_async, bulk };
+enum class Mode { cp_async, bulk, bulk_ws };
 
 struct Shape {
   int seqs, len, partition_tokens;
@@ -62,6 +66,10 @@ __device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned count
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes)
 {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 __device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity)
 {
@@ -100,8 +108,24 @@ __device__ __forceinline__ const char* run_source(const char* k_cache, const cha
   return cache + (static_cast<std::int64_t>(block) * kv_heads + kv_head) * run_bytes;
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// Waits until `bar` has completed the phase of the given parity; traps after max_spins polls.
+__device__ __forceinline__ void mbarrier_wait_bounded(std::uint64_t* bar, unsigned parity)
+{
+  long long spins = 0;
+  while (!mbarrier_try_wait(bar, parity))
+  {
+    if (++spins > max_spins) { __trap(); }
+  }
+}
+#endif
+
+/// Threads of a block: 128 consumers, and in bulk_ws mode one producer warp more.
+template <Mode M>
+constexpr int block_threads_of() { return M == Mode::bulk_ws ? threads + 32 : threads; }
+
 template <Mode M, int Stages>
-__global__ void __launch_bounds__(threads) paged_read_kernel(const char* k_cache, const char* v_cache, const int* block_tables,
+__global__ void __launch_bounds__(block_threads_of<M>()) paged_read_kernel(const char* k_cache, const char* v_cache, const int* block_tables,
                                                                int max_blocks_per_seq, int partitions, int partition_tokens, long long work,
                                                                unsigned* sink)
 {
@@ -112,7 +136,7 @@ __global__ void __launch_bounds__(threads) paged_read_kernel(const char* k_cache
   const int* table = block_tables + static_cast<std::int64_t>(seq) * max_blocks_per_seq;
   const int tiles = partition_tokens / tile_tokens;
   uint4 acc = make_uint4(0, 0, 0, 0);
-  auto consume = [&](int s) {
+  auto consume = [&](int s) { // by the 128 consumer threads
     const uint4* words = reinterpret_cast<const uint4*>(stage + s * tile_bytes);
     for (int w = threadIdx.x; w < tile_bytes / 16; w += threads)
     {
@@ -146,6 +170,53 @@ __global__ void __launch_bounds__(threads) paged_read_kernel(const char* k_cache
     }
     cp_async_wait<0>();
   }
+  else if constexpr (M == Mode::bulk_ws)
+  {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ std::uint64_t full[Stages], empty[Stages];
+    constexpr int consumer_warps = threads / 32;
+    if (threadIdx.x == 0)
+    {
+      for (int s = 0; s < Stages; ++s)
+      {
+        mbarrier_init(&full[s], 1);
+        mbarrier_init(&empty[s], consumer_warps);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads(); // (the only block barrier: the barriers are initialised)
+    if (threadIdx.x >= threads) // the producer warp: its lane 0 issues every copy
+    {
+      if (threadIdx.x == threads)
+      {
+        for (int i = 0; i < tiles; ++i)
+        {
+          const int s = i % Stages;
+          if (i >= Stages) { mbarrier_wait_bounded(&empty[s], static_cast<unsigned>(i / Stages - 1) & 1u); } // consumers released it
+          mbarrier_arrive_expect_tx(&full[s], tile_bytes);
+          unsigned char* dst = stage + s * tile_bytes;
+          for (int r = 0; r < runs_per_tile; ++r)
+          {
+            bulk_copy(dst + r * run_bytes, run_source(k_cache, v_cache, table, kv_head, first_token, i, r), run_bytes, &full[s]);
+          }
+        }
+      }
+    }
+    else
+    {
+      for (int i = 0; i < tiles; ++i)
+      {
+        const int s = i % Stages;
+        mbarrier_wait_bounded(&full[s], static_cast<unsigned>(i / Stages) & 1u);
+        consume(s);
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) { mbarrier_arrive(&empty[s]); } // this warp is done with stage s
+      }
+    }
+#else
+    __trap(); // (the host runs the bulk rows only on sm_90)
+#endif
+  }
   else
   {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -175,11 +246,7 @@ __global__ void __launch_bounds__(threads) paged_read_kernel(const char* k_cache
     for (int i = 0; i < tiles; ++i)
     {
       // Stage i % Stages completes its phase (i / Stages) once its bytes have landed.
-      long long spins = 0;
-      while (!mbarrier_try_wait(&full[i % Stages], static_cast<unsigned>(i / Stages) & 1u))
-      {
-        if (++spins > max_spins) { __trap(); }
-      }
+      mbarrier_wait_bounded(&full[i % Stages], static_cast<unsigned>(i / Stages) & 1u);
       __syncthreads(); // every thread done with tile i - 1, whose buffer is refilled next
       if (threadIdx.x == 0) { load(i + Stages - 1); }
       consume(i % Stages);
@@ -206,9 +273,9 @@ Result run(const Shape& sh, const char* k, const char* v, const int* table, int 
   auto kernel = paged_read_kernel<M, Stages>;
   PAGEDATTN_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int blocks_per_sm = 0;
-  PAGEDATTN_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, smem));
+  PAGEDATTN_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, block_threads_of<M>(), smem));
   auto launch = [&] {
-    kernel<<<grid, threads, smem, stream>>>(k, v, table, max_blocks_per_seq, partitions, sh.partition_tokens, work, sink);
+    kernel<<<grid, block_threads_of<M>(), smem, stream>>>(k, v, table, max_blocks_per_seq, partitions, sh.partition_tokens, work, sink);
     PAGEDATTN_CHECK(cudaGetLastError());
   };
   launch();
@@ -285,6 +352,10 @@ int main(int argc, char** argv)
         row("bulk", 3, run<Mode::bulk, 3>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
         row("bulk", 4, run<Mode::bulk, 4>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
         row("bulk", 6, run<Mode::bulk, 6>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
+        row("bulk+ws", 2, run<Mode::bulk_ws, 2>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
+        row("bulk+ws", 3, run<Mode::bulk_ws, 3>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
+        row("bulk+ws", 4, run<Mode::bulk_ws, 4>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
+        row("bulk+ws", 6, run<Mode::bulk_ws, 6>(sh, kp, vp, table.get(), blocks_per_seq, work, flush, stream, sink.get()));
       }
     }
   }
