@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-core fold of one KV tile (a KvTileStage in shared memory) into a thread block's running
+// The tensor-core fold of one KV tile (a KvTileStage or KvTileStageBulk in shared memory: Stage) into a thread block's running
 // partials, for up to 8 query heads of a GQA group, with mma.sync m16n8k16 (fp16/bf16, sm_80+).
 //
 // The products are computed transposed, so that the 8 heads fill the mma's n = 8:
@@ -24,7 +24,6 @@
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
 // Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
-#include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
@@ -33,12 +32,11 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs = 1>
+template <class T, int HeadDim, int Warps, int Slabs, class Stage>
 class BlockTileTensorCore {
 public:
   static constexpr int max_heads = 8; ///< the mma's n
   static constexpr int block_threads = Warps * warp_threads;
-  using Stage = KvTileStage<T, HeadDim, block_threads>;
   static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
@@ -58,8 +56,9 @@ public:
   };
 
   /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads)
-      : temp_(temp), p_(p), heads_(heads)
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads,
+                                       int log2_block_size)
+      : temp_(temp), p_(p), layout_(log2_block_size), heads_(heads)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
@@ -106,7 +105,7 @@ public:
       for (int r = 0; r < 2 * Slabs; ++r)
       {
         std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-        ldmatrix_x4(&stage[r / 2].k[Stage::k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
         mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
       }
     }
@@ -189,7 +188,7 @@ public:
         const int m = warp + i * Warps;
         if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
         std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-        ldmatrix_x4(&stage[st / 2].v[Stage::v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
         mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
       }
     }
@@ -224,6 +223,7 @@ public:
 private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
+  typename Stage::Layout layout_;
   int heads_;
   float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
   uint2 query_[steps_per_warp];      ///< head g, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps

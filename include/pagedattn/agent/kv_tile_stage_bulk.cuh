@@ -1,0 +1,128 @@
+#pragma once
+// One pipeline stage of the tensor-core decode on sm_90: the K and V of 32 consecutive tokens of one KV
+// head, moved from vLLM's paged cache into shared memory by bulk copies (cp.async.bulk, the Tensor Memory
+// Accelerator), one per cache block and per K or V, with completion on the stage's mbarrier. It has the
+// interface of KvTileStage (the cp.async stage of sm_80), so BlockTileTensorCore folds either.
+//
+// A bulk copy moves a cache block's run of one KV head as it lies in the cache, so the shared layout
+// follows the cache's and depends on the block size bs (a "unit" is 16 bytes = 8 elements):
+//   K: per cache block of the tile, [HeadDim / 8 vectors][bs tokens] units (the cache's [head/8][bs][8]);
+//   V: per cache block of the tile, [HeadDim dims][bs / 8] units (the cache's [head][bs]).
+// An ldmatrix phase reads 8 rows of 16 bytes: for K, 8 consecutive tokens of one vector (128 contiguous
+// bytes, conflict-free); for V, one 8-token unit of 8 consecutive dims, which lie 2 * bs bytes apart: no
+// conflict at bs 8, two-way at bs 16, four-way at bs 32 (the fold's shared-memory time stays well under
+// the tile's memory time: bench/NOTES.md, session 13).
+//
+// Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
+// when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
+// the caller poisons the partial), are not copied: their shared bytes are stale. Stale K only gives scores
+// that the fold masks; stale V would meet a weight of 0 in the PV product (0 * NaN = NaN), so
+// ClearDeadValues zeroes the V of every token at or past the end after the tile lands.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/util_arch.cuh>
+
+#include <cstdint>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int BlockThreads>
+class KvTileStageBulk {
+public:
+  static constexpr int tile_tokens = 32;
+  static constexpr int key_vectors = HeadDim / 8; ///< K units (16-byte vectors) per token
+  static constexpr int v_units_per_dim = tile_tokens / 8;
+  static constexpr int k_units = key_vectors * tile_tokens;
+  static constexpr int v_units = HeadDim * v_units_per_dim;
+  /// Whether the fold must clear the V of dead tokens itself (the copies bring whole cache blocks).
+  static constexpr bool copies_whole_blocks = true;
+  static_assert(sizeof(T) == 2, "KvTileStageBulk: 16-bit element types");
+  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+
+  struct alignas(16) Storage {
+    uint4 k[k_units];
+    uint4 v[v_units];
+  };
+
+  /// Where a tile's units lie, for the launch's block size (8, 16 or 32 tokens: log2 3, 4 or 5).
+  class Layout {
+  public:
+    PAGEDATTN_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
+    /// Unit holding dims 8 vector .. 8 vector + 7 of tile token `token`.
+    PAGEDATTN_DEVICE int k_unit(int vector, int token) const
+    {
+      return (((token >> log2_bs_) * key_vectors + vector) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
+    }
+    /// Unit holding tile tokens 8 unit .. 8 unit + 7 of dim `dim`.
+    PAGEDATTN_DEVICE int v_unit(int dim, int unit) const
+    {
+      const int log2_units = log2_bs_ - 3; // 8-token units per block row
+      return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+    }
+
+  private:
+    int log2_bs_;
+  };
+
+  /// Warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages (`stage[0 .. Slabs-1]`)
+  /// of the tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their
+  /// bytes. `block_ids` are the tile's cache block ids (read only for blocks holding a live token). Returns
+  /// true, in the lane that saw it, if a live block's id was outside the cache.
+  template <int Slabs>
+  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<T>& p, const int* block_ids,
+                                    int kv_head, int token0, int end_token, int log2_block_size)
+  {
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+    static_assert(2 * Slabs * tile_tokens / 8 <= warp_threads, "a lane per copy, at block size 8");
+    const int lane = arch::lane_id();
+    const int block = lane >> 1, blocks_per_stage = tile_tokens >> log2_block_size;
+    const bool value = lane & 1;
+    const bool live = block < Slabs * blocks_per_stage && token0 + (block << log2_block_size) < end_token;
+    const int id = live ? block_ids[block] : 0;
+    const bool readable = live && id >= 0 && id < p.num_blocks;
+    const unsigned run_bytes = static_cast<unsigned>(HeadDim * sizeof(T)) << log2_block_size;
+    unsigned bytes = readable ? run_bytes : 0u;
+#pragma unroll
+    for (int mask = 1; mask < warp_threads; mask *= 2) { bytes += arch::shfl_xor(bytes, mask); }
+    if (lane == 0) { arch::mbarrier_arrive_expect_tx(landed, bytes); } // before any copy can complete
+    arch::sync_warp();
+    if (readable)
+    {
+      const T* cache = value ? p.value_cache : p.key_cache;
+      const T* src = cache + ((static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * HeadDim << log2_block_size);
+      Storage& s = stage[block / blocks_per_stage];
+      const int in_stage = block & (blocks_per_stage - 1);
+      uint4* dst = value ? s.v + (in_stage * HeadDim << (log2_block_size - 3)) : s.k + (in_stage * key_vectors << log2_block_size);
+      arch::copy_bulk(dst, src, run_bytes, landed);
+    }
+    return live && !readable;
+#else
+    static_assert(dependent_value<T>(0) != 0, "KvTileStageBulk needs code compiled for sm_90 (the sm_90 policy only)");
+    return false;
+#endif
+  }
+
+  /// Block-wide: zero the V of tile tokens at or past end_token in `stage[0 .. Slabs-1]` (a landed tile).
+  template <int Slabs>
+  static PAGEDATTN_DEVICE void ClearDeadValues(Storage* stage, int token0, int end_token, int log2_block_size)
+  {
+    const int live_tokens = end_token - token0;
+    const int log2_units = log2_block_size - 3;
+    for (int i = threadIdx.x; i < Slabs * v_units; i += BlockThreads)
+    {
+      // Unit i = (stage, block, dim, unit in block), as Layout::v_unit places it.
+      const int rest = i % v_units;
+      const int block = (rest >> log2_units) / HeadDim;
+      const int first = (i / v_units) * tile_tokens + (block << log2_block_size) + 8 * (rest & ((1 << log2_units) - 1));
+      if (first + 8 <= live_tokens) { continue; }
+      uint4& unit = stage[i / v_units].v[rest];
+      if (first >= live_tokens) { unit = uint4{0, 0, 0, 0}; }
+      else
+      {
+        std::uint16_t* e = reinterpret_cast<std::uint16_t*>(&unit); // +0 in fp16 and bf16
+        for (int k = live_tokens - first; k < 8; ++k) { e[k] = 0; }
+      }
+    }
+  }
+};
+
+} // namespace pagedattn
