@@ -46,22 +46,36 @@ public:
   /// Where a tile's units lie, for the launch's block size (8, 16 or 32 tokens: log2 3, 4 or 5).
   class Layout {
   public:
-    PAGEDATTN_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
+    PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
     /// Unit holding dims 8 vector .. 8 vector + 7 of tile token `token`.
-    PAGEDATTN_DEVICE int k_unit(int vector, int token) const
+    PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) const
     {
       return (((token >> log2_bs_) * key_vectors + vector) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
     }
     /// Unit holding tile tokens 8 unit .. 8 unit + 7 of dim `dim`.
-    PAGEDATTN_DEVICE int v_unit(int dim, int unit) const
+    PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
       return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+    }
+    /// The first of the 8 tile tokens that V unit `unit_index` (0 .. v_units - 1) holds: v_unit's inverse.
+    PAGEDATTN_HOST_DEVICE int v_unit_first_token(int unit_index) const
+    {
+      const int log2_units = log2_bs_ - 3;
+      const int block = (unit_index >> log2_units) / HeadDim;
+      return (block << log2_bs_) + 8 * (unit_index & ((1 << log2_units) - 1));
     }
 
   private:
     int log2_bs_;
   };
+
+  /// Where a bulk copy puts the run of cache block `block_in_stage` (0 .. 32 / bs - 1) of a stage: the
+  /// first of its units in the stage's k (K run) or v (V run) array. The run's units follow in the cache's order.
+  static PAGEDATTN_HOST_DEVICE int run_first_unit(int block_in_stage, bool value, int log2_block_size)
+  {
+    return value ? (block_in_stage * HeadDim) << (log2_block_size - 3) : (block_in_stage * key_vectors) << log2_block_size;
+  }
 
   /// Warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages (`stage[0 .. Slabs-1]`)
   /// of the tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their
@@ -91,7 +105,7 @@ public:
       const T* src = cache + ((static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * HeadDim << log2_block_size);
       Storage& s = stage[block / blocks_per_stage];
       const int in_stage = block & (blocks_per_stage - 1);
-      uint4* dst = value ? s.v + (in_stage * HeadDim << (log2_block_size - 3)) : s.k + (in_stage * key_vectors << log2_block_size);
+      uint4* dst = (value ? s.v : s.k) + run_first_unit(in_stage, value, log2_block_size);
       arch::copy_bulk(dst, src, run_bytes, landed);
     }
     return live && !readable;
@@ -106,13 +120,11 @@ public:
   static PAGEDATTN_DEVICE void ClearDeadValues(Storage* stage, int token0, int end_token, int log2_block_size)
   {
     const int live_tokens = end_token - token0;
-    const int log2_units = log2_block_size - 3;
+    const Layout layout(log2_block_size);
     for (int i = threadIdx.x; i < Slabs * v_units; i += BlockThreads)
     {
-      // Unit i = (stage, block, dim, unit in block), as Layout::v_unit places it.
-      const int rest = i % v_units;
-      const int block = (rest >> log2_units) / HeadDim;
-      const int first = (i / v_units) * tile_tokens + (block << log2_block_size) + 8 * (rest & ((1 << log2_units) - 1));
+      const int rest = i % v_units; // V unit `rest` of stage i / v_units
+      const int first = (i / v_units) * tile_tokens + layout.v_unit_first_token(rest);
       if (first + 8 <= live_tokens) { continue; }
       uint4& unit = stage[i / v_units].v[rest];
       if (first >= live_tokens) { unit = uint4{0, 0, 0, 0}; }

@@ -10,11 +10,14 @@
 //
 // Pipeline (Policy::stages buffers, each of `slabs` 32-token stages; S = stages):
 //   prologue: issue tiles 0 .. S-2 (cp.async: one commit group each, empty groups keep the count uniform)
-//   tile i:   wait until tile i has landed (cp.async: at most S-2 younger groups pending; bulk: phase
-//             i / S of buffer i mod S's mbarrier), barrier (tile i visible to all; every warp done with
-//             tile i-1, whose buffer is refilled next), issue tile i+S-1 into buffer (i-1) mod S, fold tile i.
-// So S-1 tiles are in flight while one is folded, and no register holds data in flight: the bytes in
-// flight per SM are what the SMEM budget allows, not what the register file allows.
+//   tile i, cp.async: wait until at most S-2 younger groups are pending (tile i landed for this thread),
+//             barrier (tile i visible to all; every warp done with tile i-1, whose buffer is refilled
+//             next), issue tile i+S-1 into buffer (i-1) mod S, fold tile i;
+//   tile i, bulk: barrier (every warp done with tile i-1), issue tile i+S-1 into buffer (i-1) mod S, wait
+//             for phase i / S of buffer i mod S's mbarrier (tile i landed and visible to this thread),
+//             fold tile i.
+// So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
+// holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
@@ -127,14 +130,21 @@ public:
       const int token0 = work.first_token + i * tile_tokens;
       if constexpr (bulk_copies)
       {
+        // Each thread's wait on the mbarrier makes tile i visible to it, so the barrier only frees buffer
+        // (i-1) mod S, and tile i+S-1 is issued before tile i lands: up to S tiles in flight, not S-1.
+        __syncthreads();
+        load(i + stages - 1);
 #if defined(PAGEDATTN_HAS_BULK_COPY)
         arch::mbarrier_wait(&temp.landed[i % stages], (i / stages) & 1);
 #endif
       }
-      else { arch::copy_async_wait<stages - 2>(); }
-      __syncthreads();
+      else
+      {
+        arch::copy_async_wait<stages - 2>();
+        __syncthreads();
+        load(i + stages - 1);
+      }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      load(i + stages - 1);
       if constexpr (Stage::copies_whole_blocks)
       {
         // Visible to the tile's PV product after the barriers inside Consume.
