@@ -16,8 +16,9 @@
 // Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
 // when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
 // the caller poisons the partial), are not copied: their shared bytes are stale. Stale K only gives scores
-// that the fold masks; stale V would meet a weight of 0 in the PV product (0 * NaN = NaN), so
-// ClearDeadValues zeroes the V of every token at or past the end after the tile lands.
+// that the fold masks; stale V would meet a weight of 0 in the PV product (0 * NaN = NaN). The fold skips
+// the 16-token steps wholly past the end, and ClearDeadValues zeroes the dead tokens' V in the step that
+// holds the end, after the tile lands.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/util_arch.cuh>
 
@@ -57,13 +58,6 @@ public:
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
       return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
-    }
-    /// The first of the 8 tile tokens that V unit `unit_index` (0 .. v_units - 1) holds: v_unit's inverse.
-    PAGEDATTN_HOST_DEVICE int v_unit_first_token(int unit_index) const
-    {
-      const int log2_units = log2_bs_ - 3;
-      const int block = (unit_index >> log2_units) / HeadDim;
-      return (block << log2_bs_) + 8 * (unit_index & ((1 << log2_units) - 1));
     }
 
   private:
@@ -115,22 +109,24 @@ public:
 #endif
   }
 
-  /// Block-wide: zero the V of tile tokens at or past end_token in `stage[0 .. Slabs-1]` (a landed tile).
+  /// Block-wide: zero the V of the dead tokens (at or past end_token) of the 16-token step that holds
+  /// end_token, in a landed tile of `stage[0 .. Slabs-1]`; BlockTileTensorCore skips the steps after it.
   template <int Slabs>
   static PAGEDATTN_DEVICE void ClearDeadValues(Storage* stage, int token0, int end_token, int log2_block_size)
   {
-    const int live_tokens = end_token - token0;
+    const int live_tokens = end_token - token0; // 1 .. Slabs * tile_tokens - 1: the tile is partly live
+    if (live_tokens % 16 == 0) { return; }       // the end is a step boundary: nothing dead is read
     const Layout layout(log2_block_size);
-    for (int i = threadIdx.x; i < Slabs * v_units; i += BlockThreads)
+    const int first_unit = 2 * (live_tokens / 16); // the step's two 8-token units, counted over the tile
+    for (int i = threadIdx.x; i < 2 * HeadDim; i += BlockThreads)
     {
-      const int rest = i % v_units; // V unit `rest` of stage i / v_units
-      const int first = (i / v_units) * tile_tokens + layout.v_unit_first_token(rest);
+      const int dim = i >> 1, unit = first_unit + (i & 1), first = 8 * unit;
       if (first + 8 <= live_tokens) { continue; }
-      uint4& unit = stage[i / v_units].v[rest];
-      if (first >= live_tokens) { unit = uint4{0, 0, 0, 0}; }
+      uint4& v = stage[unit / v_units_per_dim].v[layout.v_unit(dim, unit % v_units_per_dim)];
+      if (first >= live_tokens) { v = uint4{0, 0, 0, 0}; }
       else
       {
-        std::uint16_t* e = reinterpret_cast<std::uint16_t*>(&unit); // +0 in fp16 and bf16
+        std::uint16_t* e = reinterpret_cast<std::uint16_t*>(&v); // +0 in fp16 and bf16
         for (int k = live_tokens - first; k < 8; ++k) { e[k] = 0; }
       }
     }
