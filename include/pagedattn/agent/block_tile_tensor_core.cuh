@@ -86,15 +86,18 @@ public:
   /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token masked) held in
   /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
-  /// 16-token steps wholly at or past end_token are skipped (their scores are masked and their weights 0,
-  /// so the result is the same bits); their K and V are never read. The V of the dead tokens of the step
-  /// holding end_token must be finite (zero: KvTileStage's zero fill, KvTileStageBulk::ClearDeadValues).
+  /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
+  /// scores are masked and their weights 0, so the result is the same bits) and never reads their K and
+  /// V; the V of the dead tokens of the step holding end_token must be finite (zero: KvTileStage's zero
+  /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
+  /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
+  template <bool PartialTile>
   PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
-    const int live_steps = min(2 * Slabs, ceil_div(end_token - token0, 16)); // 16-token QK m-tiles = PV k-steps
+    const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
 
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
     float s[2 * Slabs][4];
@@ -108,7 +111,7 @@ public:
 #pragma unroll
       for (int r = 0; r < 2 * Slabs; ++r)
       {
-        if (r >= live_steps) { break; } // block-uniform
+        if (PartialTile && r >= live_steps) { break; } // block-uniform
         std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
         ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
         mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
@@ -185,7 +188,7 @@ public:
 #pragma unroll
     for (int st = 0; st < 2 * Slabs; ++st)
     {
-      if (st >= live_steps) { break; } // block-uniform
+      if (PartialTile && st >= live_steps) { break; } // block-uniform
       const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
       const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
 #pragma unroll

@@ -145,12 +145,13 @@ public:
         load(i + stages - 1);
       }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      if constexpr (Stage::copies_whole_blocks)
+      if (token0 + tile_tokens > work.end_token) // the partition's last tile, partly live (block-uniform)
       {
         // Visible to the tile's PV product after the barriers inside Consume.
-        if (token0 + tile_tokens > work.end_token) { Stage::template ClearDeadValues<slabs>(temp.stage[i % stages], token0, work.end_token, log2_block_size); }
+        if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(temp.stage[i % stages], token0, work.end_token, log2_block_size); }
+        tile.template Consume<true>(temp.stage[i % stages], token0, work.end_token, work.seq_len);
       }
-      tile.Consume(temp.stage[i % stages], token0, work.end_token, work.seq_len);
+      else { tile.template Consume<false>(temp.stage[i % stages], token0, work.end_token, work.seq_len); }
     }
     if constexpr (bulk_copies)
     {
