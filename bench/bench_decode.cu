@@ -2,7 +2,8 @@
 // configurations, long single sequences, uniform batches and latency-bound small steps), then a serving
 // table (Qwen3.6: skewed and log-uniform batches, and CUDA graphs captured under a looser max_seq_len and
 // replayed, against a fresh launch at the true maximum), each checked against an fp64 CPU reference,
-// timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth measured in the same run.
+// timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth and read bandwidth (a
+// plain kernel reading 1 GiB: the ceiling of a kernel that only reads, issue 20) measured in the same run.
 //
 //   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
 //       (--shape: only the rows named, e.g. 1x16384@24/4/256 or a serving row's name such as
@@ -13,13 +14,13 @@
 #include <pagedattn/device/device_paged_attention.cuh>
 
 #include "../examples/support/paged_decode_problem.cuh"
+#include "bench_batches.cuh"
 #include "bench_json.cuh"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <random>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,7 @@ const BenchShape shapes[] = {
     {1, 100000, 24, 4, 256}, {1, 16384, 24, 4, 256}, {8, 32768, 24, 4, 256}, {32, 8192, 24, 4, 256},
     {64, 4096, 24, 4, 256},  {256, 1024, 24, 4, 256}, {1, 100000, 24, 4, 128}, {64, 4096, 24, 4, 128},
     {1, 100000, 32, 8, 128}, {64, 4096, 32, 8, 128},  {1, 1000, 24, 4, 256},   {4, 2049, 24, 4, 256},
+    {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},
 };
 constexpr int block_size = 16;
 constexpr int reference_pairs = 4;
@@ -61,23 +63,8 @@ struct ServingShape {
   bool graph;
 };
 
-/// n lengths log-uniform in [lo, hi], from a fixed seed: the same batch in every run.
-std::vector<int> log_uniform_lengths(int n, int lo, int hi, std::uint64_t seed)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(std::log(double(lo)), std::log(double(hi)));
-  std::vector<int> lens(std::size_t(n), 0);
-  for (int& len : lens) { len = std::min(hi, std::max(lo, int(std::lround(std::exp(u(rng)))))); }
-  return lens;
-}
-
-/// One long sequence, then `short_count` of `short_len` tokens.
-std::vector<int> skewed_lengths(int long_len, int short_count, int short_len)
-{
-  std::vector<int> lens(std::size_t(short_count) + 1, short_len);
-  lens[0] = long_len;
-  return lens;
-}
+using bench_batches::log_uniform_lengths;
+using bench_batches::skewed_lengths;
 
 std::vector<ServingShape> serving_shapes()
 {
@@ -111,6 +98,7 @@ struct Row {
   std::uint64_t output_fnv1a; ///< FNV-1a of the output's bytes: equal across builds iff the bits are
   std::string serving_name;   ///< a serving row's name (empty: a row of the uniform table)
   double fresh_us = std::numeric_limits<double>::quiet_NaN(); ///< graph rows: a fresh launch at the true maximum
+  double pct_read = std::numeric_limits<double>::quiet_NaN(); ///< of the read bandwidth measured in the same run
 };
 
 /// 64-bit FNV-1a of a buffer's bytes (the output fingerprint that shows two builds give the same bits).
@@ -230,12 +218,16 @@ std::string shape_name(const BenchShape& b) { return std::to_string(b.num_seqs) 
 std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
 std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }
 
-bool write_json(const Options& o, const char* device, double copy_gbps, int launches, std::size_t flush_bytes, const std::vector<Row>& rows)
+bool write_json(const Options& o, const char* device, double copy_gbps, double read_gbps, int launches, std::size_t flush_bytes,
+                const std::vector<Row>& rows)
 {
   FILE* f = std::fopen(o.json.c_str(), "w");
   if (!f) { return false; }
-  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"copy_gbps\": %s,\n", bench_json::str(device).c_str(),
-               bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(), bench_json::num(copy_gbps).c_str());
+  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
+               bench_json::str(device).c_str(), bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(),
+               bench_json::num(copy_gbps).c_str(), bench_json::num(read_gbps).c_str());
+  std::fprintf(f, " \"read_method\": \"a plain kernel reading a 1 GiB buffer (16-byte loads, four in flight per thread), median of 20 "
+                  "launches, the best of 1, 2, 4 and 8 blocks of 512 threads per SM\",\n");
   std::fprintf(f, " \"block_size\": %d,\n \"launches\": %d,\n \"l2_flush_bytes\": %zu,\n", block_size, launches, flush_bytes);
   std::fprintf(f, " \"median_method\": \"median of individually timed launches (cudaEvent pair each), L2 flushed (by reading %zu bytes) before each, flush not timed\",\n", flush_bytes);
   std::fprintf(f, " \"hot_method\": \"median of per-launch cudaEvent intervals over back-to-back launches, no flush\",\n");
@@ -245,11 +237,12 @@ bool write_json(const Options& o, const char* device, double copy_gbps, int laun
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
                  "\"output_fnv1a\": \"%016llx\"%s}%s\n",
                  row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
                  r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
-                 bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.rel_err).c_str(),
+                 bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
+                 bench_json::num(r.rel_err).c_str(),
                  r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
                  std::isnan(r.fresh_us) ? ""
                                         : (", \"fresh_us\": " + bench_json::num(r.fresh_us) + ", \"ratio_vs_fresh\": " +
@@ -268,10 +261,11 @@ int run(const Options& o)
   PAGEDATTN_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int launches = o.quick ? 10 : 100;
   const double copy_gbps = paged_decode::device_copy_gbps();
-  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write); %s, block %d, %d launches per shape\n", prop.name,
-              prop.multiProcessorCount, o.commit.c_str(), copy_gbps, o.dtype.c_str(), block_size, launches);
-  std::printf("%-10s %-6s %5s %11s %11s %9s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
-              "rel_err", "check", "output FNV-1a");
+  const double read_gbps = paged_decode::device_read_gbps();
+  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, block %d, %d launches per shape\n",
+              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), block_size, launches);
+  std::printf("%-10s %-6s %5s %11s %11s %9s %7s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
+              "%read", "rel_err", "check", "output FNV-1a");
 
   auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
   const std::vector<ServingShape> serving = serving_shapes();
@@ -285,8 +279,8 @@ int run(const Options& o)
     }
   }
   auto print_row = [](const Row& r) {
-    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %9.2e  %-6s  %016llx", row_shape(r).c_str(), heads_name(r.shape).c_str(),
-                r.shape.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.rel_err, r.ok ? "ok" : "FAILED",
+    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %6.1f%% %9.2e  %-6s  %016llx", row_shape(r).c_str(), heads_name(r.shape).c_str(),
+                r.shape.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.pct_read, r.rel_err, r.ok ? "ok" : "FAILED",
                 static_cast<unsigned long long>(r.output_fnv1a));
     if (!std::isnan(r.fresh_us)) { std::printf("  fresh %.1f us, ratio %.2f", r.fresh_us, r.median_us / r.fresh_us); }
     std::printf("\n");
@@ -300,20 +294,22 @@ int run(const Options& o)
   for (const BenchShape& b : shapes)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
-    const Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
+    Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
+    r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
   }
   for (const ServingShape& sh : serving)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
-    const Row r = run_serving<T>(sh, launches, copy_gbps, flush, stream);
+    Row r = run_serving<T>(sh, launches, copy_gbps, flush, stream);
+    r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
   }
   PAGEDATTN_CHECK(cudaStreamDestroy(stream));
 
-  if (!write_json(o, prop.name, copy_gbps, launches, flush.bytes(), rows))
+  if (!write_json(o, prop.name, copy_gbps, read_gbps, launches, flush.bytes(), rows))
   {
     std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
     return 1;

@@ -5,7 +5,7 @@
         --out bench/results/h200.json --plot bench/results/h200.png
 
 Rows are joined on (shape, heads, head_dim, dtype); each gains seed_us, seed_rel_err, seed_pct_copy and
-speedup_vs_seed = seed_us / median_us. A missing or unreadable seed (or combine) file leaves those fields
+speedup_vs_seed = seed_us / median_us (and keeps bench_decode's pct_copy and pct_read). A missing or unreadable seed (or combine) file leaves those fields
 null (or the combine list empty). Both percentages use the copy bandwidth of the bench_decode run, so that
 the bars of a shape compare the two times directly.
 """
@@ -45,7 +45,8 @@ def merge(decode, seed, combine):
                 row["speedup_vs_seed"] = seed_us / median_us
         rows.append(row)
     return {
-        "device": decode["device"], "commit": decode["commit"], "copy_gbps": copy_gbps, "dtype": decode["dtype"],
+        "device": decode["device"], "commit": decode["commit"], "copy_gbps": copy_gbps,
+        "read_gbps": decode.get("read_gbps"), "read_method": decode.get("read_method"), "dtype": decode["dtype"],
         "seed_copy_gbps": (seed or {}).get("copy_gbps"),
         "median_method": decode.get("median_method"), "hot_method": decode.get("hot_method"),
         "rows": rows,
@@ -104,7 +105,9 @@ def main():
     print(f"wrote {args.out}")
     for r in result["rows"]:
         speedup = r["speedup_vs_seed"]
+        pct_read = r.get("pct_read")
         print(f"{r['shape']:<10} {r['heads']:<6} {r['head_dim']:>4}  {r['pct_copy'] or 0:5.1f}% of copy  "
+              f"{'-' if pct_read is None else f'{pct_read:5.1f}%'} of read  "
               f"speedup vs seed {'-' if speedup is None else f'{speedup:.2f}x'}")
     if args.plot:
         pathlib.Path(args.plot).parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,9 @@
 // the combine's tail.
 //
 //   trace_decode [--hot] [--graph] [--shape SEQSxLEN[xHEAD[pPARTITION_TOKENS]][+COUNTxSHORT][@HEADS/KV_HEADS]]...
-//       (+COUNTxSHORT: COUNT more sequences of SHORT tokens, max_seq_len LEN; --graph: the shapes after it
-//       are captured once in a CUDA graph and their replays traced)
+//       (+COUNTxSHORT: COUNT more sequences of SHORT tokens, max_seq_len LEN; SEQSxlogLO-HI: bench_decode's
+//       log-uniform batch, e.g. 64xlog100-100000, max_seq_len HI; --graph: the shapes after it are captured
+//       once in a CUDA graph and their replays traced)
 //       (fp16, block 16; 24/4 heads, head 256 and automatic partitions unless given; --hot: the timelines
 //       come from launches without an L2 flush before them)
 #include <cooperative_groups.h>
@@ -44,6 +45,7 @@ __device__ __forceinline__ unsigned sm_id()
 #include <pagedattn/device/device_paged_attention.cuh>
 
 #include "../examples/support/paged_decode_problem.cuh"
+#include "bench_batches.cuh"
 
 #include <algorithm>
 #include <functional>
@@ -84,6 +86,7 @@ __global__ void l2_latency_kernel(const unsigned* next, int steps, double* out)
 struct Shape {
   int seqs, len, head, partition_tokens, heads = 24, kv_heads = 4;
   int short_count = 0, short_len = 0; ///< SEQSxLEN+COUNTxSHORT: COUNT more sequences of SHORT tokens
+  int log_lo = 0;                     ///< SEQSxlogLO-HI (len = HI): bench_decode's log-uniform batch
   bool graph = false;                 ///< the timeline of a graph's replay (captured at max_seq_len LEN)
 };
 
@@ -129,6 +132,7 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
     lens.resize(std::size_t(sh.seqs + sh.short_count), sh.short_len);
     problem.set_seq_lens(lens);
   }
+  if (sh.log_lo > 0) { problem.set_seq_lens(bench_batches::log_uniform_lengths(sh.seqs, sh.log_lo, sh.len, std::uint64_t(sh.seqs))); }
   pagedattn::DecodeArguments<__half> args = problem.arguments();
   args.partition_tokens = sh.partition_tokens;
   std::size_t temp_bytes = 0;
@@ -164,7 +168,8 @@ void trace_shape(const Shape& sh, const paged_decode::L2Flush& flush, const page
   {
     if (host[b * columns]) { t0 = std::min(t0, host[b * columns]); blocks = b + 1; }
   }
-  std::printf("\n%s%dx%d", sh.graph ? "graph:" : "", sh.seqs, sh.len);
+  if (sh.log_lo > 0) { std::printf("\n%s%dxlog%d-%d", sh.graph ? "graph:" : "", sh.seqs, sh.log_lo, sh.len); }
+  else { std::printf("\n%s%dx%d", sh.graph ? "graph:" : "", sh.seqs, sh.len); }
   if (sh.short_count > 0) { std::printf("+%dx%d", sh.short_count, sh.short_len); }
   std::printf(" %d/%d heads head %d partition %d: %zu blocks; event time %.1f us (median of 5%s; last %.1f); median of 21: %.1f us (read flush), "
               "%.1f us (write flush)\n", sh.heads, sh.kv_heads, sh.head, sh.partition_tokens, blocks, percentile(event_us, 0.5), hot ? ", L2 not flushed: the timeline is hot" : "", event_us.back(),
@@ -251,7 +256,15 @@ int main(int argc, char** argv)
     const std::size_t plus = arg.find('+');
     if (plus != std::string::npos && plus < at) { std::sscanf(arg.c_str() + plus + 1, "%dx%d", &s.short_count, &s.short_len); }
     s.graph = graph_next;
-    if (std::string(argv[i]) == "--shape" && std::sscanf(arg.substr(0, std::min(at, plus)).c_str(), "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2 &&
+    if (std::string(argv[i]) == "--shape" && arg.find("xlog") != std::string::npos)
+    {
+      if (std::sscanf(arg.c_str(), "%dxlog%d-%d", &s.seqs, &s.log_lo, &s.len) == 3 && s.seqs > 0 && 0 < s.log_lo && s.log_lo <= s.len)
+      {
+        shapes.push_back(s);
+      }
+      else { std::fprintf(stderr, "--shape %s: a log-uniform batch is SEQSxlogLO-HI with 0 < LO <= HI\n", arg.c_str()); return 2; }
+    }
+    else if (std::string(argv[i]) == "--shape" && std::sscanf(arg.substr(0, std::min(at, plus)).c_str(), "%dx%dx%dp%d", &s.seqs, &s.len, &s.head, &s.partition_tokens) >= 2 &&
         (at == std::string::npos || std::sscanf(arg.c_str() + at + 1, "%d/%d", &s.heads, &s.kv_heads) == 2))
     {
       shapes.push_back(s);

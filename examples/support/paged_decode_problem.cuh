@@ -354,6 +354,64 @@ __global__ void read_buffer_kernel(const uint4* p, std::size_t n, unsigned* sink
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) { *sink = 1; }
 }
 
+/// Streams a buffer once, four independent 16-byte loads per thread and step (a grid-stride loop over
+/// groups of 4 words; the tail word by word), so that each SM keeps enough loads in flight to reach the
+/// read bandwidth. The XOR of the words goes to *sink only if it equals an improbable value (never, for
+/// the zero buffer of device_read_gbps).
+__global__ void read_stream_kernel(const uint4* p, std::size_t n, unsigned* sink)
+{
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t groups = n / 4;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups; g += stride)
+  {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { v[k] = p[g + k * groups]; } // four streams a quarter of the buffer apart
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { acc = make_uint4(acc.x ^ v[k].x, acc.y ^ v[k].y, acc.z ^ v[k].z, acc.w ^ v[k].w); }
+  }
+  for (std::size_t i = 4 * groups + blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += stride)
+  {
+    const uint4 v = p[i];
+    acc = make_uint4(acc.x ^ v.x, acc.y ^ v.y, acc.z ^ v.z, acc.w ^ v.w);
+  }
+  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) { *sink = 1; }
+}
+
+/// The device's read bandwidth in GB/s: the median time of read_stream_kernel over a buffer of `bytes`
+/// (1 GiB: far beyond L2, so every launch reads HBM), the best of a few grid sizes (1, 2, 4 and 8 blocks
+/// of 512 threads per SM), since the fastest plain read is the ceiling a decode is compared against.
+inline double device_read_gbps(std::size_t bytes = std::size_t(1) << 30, int reps = 20)
+{
+  const std::size_t words = bytes / sizeof(uint4);
+  DeviceArray<uint4> buffer(words);
+  DeviceArray<unsigned> sink(1);
+  PAGEDATTN_CHECK(cudaMemset(buffer.get(), 0, words * sizeof(uint4)));
+  int device = 0, sms = 0;
+  PAGEDATTN_CHECK(cudaGetDevice(&device));
+  PAGEDATTN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  EventPair ev;
+  double best = 0.0;
+  for (int blocks_per_sm : {1, 2, 4, 8})
+  {
+    const int grid = sms * blocks_per_sm;
+    read_stream_kernel<<<grid, 512>>>(buffer.get(), words, sink.get()); // warm-up
+    PAGEDATTN_CHECK(cudaGetLastError());
+    std::vector<double> us;
+    for (int i = 0; i < reps; ++i)
+    {
+      PAGEDATTN_CHECK(cudaEventRecord(ev.start));
+      read_stream_kernel<<<grid, 512>>>(buffer.get(), words, sink.get());
+      PAGEDATTN_CHECK(cudaGetLastError());
+      PAGEDATTN_CHECK(cudaEventRecord(ev.stop));
+      us.push_back(ev.elapsed_us());
+    }
+    best = std::max(best, double(words * sizeof(uint4)) / (median(us) * 1e3));
+  }
+  return best;
+}
+
 /// Evicts the L2 cache by reading a buffer of 3x its size (the issue's method), so that a timed launch
 /// reads its inputs from HBM, as a decode step does in a server (the cache of one step was last touched a
 /// whole model ago). Reading leaves clean lines in L2; a flush by writing (Mode::write, kept to compare)

@@ -302,6 +302,58 @@ PAGEDATTN_DEVICE void copy_async_wait()
 #endif
 }
 
+// ---- bulk copies with mbarrier completion (cp.async.bulk, sm_90) -----------------------------------------
+// One thread moves a whole contiguous run of global memory (a multiple of 16 bytes, 16-byte aligned at both
+// ends) into shared memory; the copy engine signals the bytes it wrote on a shared-memory mbarrier
+// ("complete_tx"). A waiter that saw the barrier's phase complete sees the bytes. Only code compiled for
+// sm_90 may call these (the sm_90 policy's pipeline, KvTileStageBulk); elsewhere they do not compile.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__)
+#define PAGEDATTN_HAS_BULK_COPY 1
+namespace detail {
+PAGEDATTN_DEVICE unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+} // namespace detail
+/// Make `bar` a barrier whose phase completes after `arrivals` arrivals and all the bytes it expects.
+PAGEDATTN_DEVICE void mbarrier_init(std::uint64_t* bar, unsigned arrivals)
+{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(detail::shared_address(bar)), "r"(arrivals) : "memory");
+}
+/// Publish this thread's mbarrier_init()s to the copy engine (then a __syncthreads to the block).
+PAGEDATTN_DEVICE void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+/// End `bar`'s life as a barrier (every phase complete), so that its 8 bytes may hold anything else.
+PAGEDATTN_DEVICE void mbarrier_inval(std::uint64_t* bar)
+{
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(detail::shared_address(bar)) : "memory");
+}
+/// One arrival on `bar`, which from now on also waits for `bytes` more bytes of bulk copies.
+PAGEDATTN_DEVICE void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes)
+{
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(detail::shared_address(bar)), "r"(bytes) : "memory");
+}
+/// Wait until the phase of `bar` with this parity (0 for its first phase, then 1, 0, ...) has completed.
+PAGEDATTN_DEVICE void mbarrier_wait(std::uint64_t* bar, unsigned parity)
+{
+  unsigned done = 0;
+  while (!done) // try_wait suspends the thread for a while before it reports "not yet"
+  {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(detail::shared_address(bar)), "r"(parity)
+                 : "memory");
+  }
+}
+/// Copy `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned); the bytes
+/// count towards `bar`'s expected bytes when they land.
+PAGEDATTN_DEVICE void copy_bulk(void* dst, const void* src, unsigned bytes, std::uint64_t* bar)
+{
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(detail::shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(detail::shared_address(bar))
+               : "memory");
+}
+/// Order this thread's earlier generic-proxy accesses to shared memory before later bulk copies into it
+/// (issued by any thread of the block after a barrier): shared memory reused from plain stores to copies.
+PAGEDATTN_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
+
 /// Atomic ticket / counter: returns the old value.
 PAGEDATTN_DEVICE unsigned atomic_fetch_add(unsigned* ptr, unsigned value) { return atomicAdd(ptr, value); }
 /// Atomic maximum (timestamps).

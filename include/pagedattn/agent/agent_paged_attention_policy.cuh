@@ -33,6 +33,10 @@ struct AgentPagedAttentionPolicy {
   /// Tensor-core pipeline: buffers (stages - 1 in flight) of about tile_bytes of K and V each.
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
+  /// Tensor-core pipeline: move each cache block's K and V run with one bulk copy issued by one warp
+  /// (cp.async.bulk with mbarrier completion: code compiled for sm_90 only) instead of 16-byte cp.async
+  /// copies by every thread.
+  static constexpr bool bulk_copies = false;
   /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
   static constexpr bool one_wave_combine = false;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-core fold of one KV tile (a KvTileStage in shared memory) into a thread block's running
+// The tensor-core fold of one KV tile (a KvTileStage or KvTileStageBulk in shared memory: Stage) into a thread block's running
 // partials, for up to 8 query heads of a GQA group, with mma.sync m16n8k16 (fp16/bf16, sm_80+).
 //
 // The products are computed transposed, so that the 8 heads fill the mma's n = 8:
@@ -24,7 +24,6 @@
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
 // Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
-#include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
@@ -33,12 +32,11 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs = 1>
+template <class T, int HeadDim, int Warps, int Slabs, class Stage>
 class BlockTileTensorCore {
 public:
   static constexpr int max_heads = 8; ///< the mma's n
   static constexpr int block_threads = Warps * warp_threads;
-  using Stage = KvTileStage<T, HeadDim, block_threads>;
   static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
@@ -58,8 +56,9 @@ public:
   };
 
   /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads)
-      : temp_(temp), p_(p), heads_(heads)
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads,
+                                       int log2_block_size)
+      : temp_(temp), p_(p), layout_(log2_block_size), heads_(heads)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
@@ -87,11 +86,18 @@ public:
   /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token masked) held in
   /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
+  /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
+  /// scores are masked and their weights 0, so the result is the same bits) and never reads their K and
+  /// V; the V of the dead tokens of the step holding end_token must be finite (zero: KvTileStage's zero
+  /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
+  /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
+  template <bool PartialTile>
   PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
+    const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
 
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
     float s[2 * Slabs][4];
@@ -105,8 +111,9 @@ public:
 #pragma unroll
       for (int r = 0; r < 2 * Slabs; ++r)
       {
+        if (PartialTile && r >= live_steps) { break; } // block-uniform
         std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-        ldmatrix_x4(&stage[r / 2].k[Stage::k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
         mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
       }
     }
@@ -181,6 +188,7 @@ public:
 #pragma unroll
     for (int st = 0; st < 2 * Slabs; ++st)
     {
+      if (PartialTile && st >= live_steps) { break; } // block-uniform
       const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
       const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
 #pragma unroll
@@ -189,7 +197,7 @@ public:
         const int m = warp + i * Warps;
         if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
         std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-        ldmatrix_x4(&stage[st / 2].v[Stage::v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
+        ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
         mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
       }
     }
@@ -224,6 +232,7 @@ public:
 private:
   TempStorage& temp_;
   const PagedAttentionParams<T>& p_;
+  typename Stage::Layout layout_;
   int heads_;
   float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
   uint2 query_[steps_per_warp];      ///< head g, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps

@@ -49,9 +49,19 @@ public:
     uint4 v[v_units];
   };
 
+  /// Whether the fold must clear the V of dead tokens itself (no: Load zero-fills them).
+  static constexpr bool copies_whole_blocks = false;
+
   static PAGEDATTN_HOST_DEVICE int v_swizzle(int dim) { return (dim >> 1) & 3; }
   static PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) { return vector * tile_tokens + token; }
   static PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) { return dim * v_units_per_dim + (unit ^ v_swizzle(dim)); }
+
+  /// The units' places, as BlockTileTensorCore asks for them (the same for every block size).
+  struct Layout {
+    PAGEDATTN_DEVICE explicit Layout(int /*log2_block_size*/) {}
+    PAGEDATTN_DEVICE int k_unit(int vector, int token) const { return KvTileStage::k_unit(vector, token); }
+    PAGEDATTN_DEVICE int v_unit(int dim, int unit) const { return KvTileStage::v_unit(dim, unit); }
+  };
 
   /// Issue the copies of the tile starting at token0 (a multiple of the block size) into `stage`; the
   /// caller commits the group. `block_ids` are the tile's cache block ids (read only for blocks holding a

@@ -1,18 +1,30 @@
 #pragma once
 // A thread block's fold of one KV partition on tensor cores (fp16/bf16, sm_80+): a multi-stage
-// asynchronous-copy pipeline streams the partition's K and V tiles into shared memory (KvTileStage) while
-// the block folds the tile that has landed (BlockTileTensorCore).
+// asynchronous-copy pipeline streams the partition's K and V tiles into shared memory while the block
+// folds the tile that has landed (BlockTileTensorCore). The copies are made one of two ways
+// (Policy::bulk_copies):
+//   cp.async (KvTileStage, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
+//   bulk     (KvTileStageBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a tile
+//            lands on its buffer's mbarrier. Fewer instructions issued beside the fold's (bench/NOTES.md,
+//            session 13: the probe bench_paged_read measured the difference with the fold's work in).
 //
-// Pipeline (Policy::stages buffers, each of `slabs` 32-token KvTileStages; S = stages):
-//   prologue: issue tiles 0 .. S-2, one commit group each (empty groups keep the count uniform)
-//   tile i:   wait until tile i's group has landed (at most S-2 younger groups pending), barrier
-//             (tile i visible to all; every warp done with tile i-1, whose buffer is refilled next),
-//             issue tile i+S-1 into buffer (i-1) mod S, fold tile i.
-// So S-1 tiles are in flight while one is folded, and no register holds data in flight: the bytes in
-// flight per SM are what the SMEM budget allows, not what the register file allows.
+// Pipeline (Policy::stages buffers, each of `slabs` 32-token stages; S = stages):
+//   prologue: issue tiles 0 .. S-2 (cp.async: one commit group each, empty groups keep the count uniform)
+//   tile i, cp.async: wait until at most S-2 younger groups are pending (tile i landed for this thread),
+//             barrier (tile i visible to all; every warp done with tile i-1, whose buffer is refilled
+//             next), issue tile i+S-1 into buffer (i-1) mod S, fold tile i;
+//   tile i, bulk: barrier (every warp done with tile i-1), issue tile i+S-1 into buffer (i-1) mod S, wait
+//             for phase i / S of buffer i mod S's mbarrier (tile i landed and visible to this thread),
+//             fold tile i.
+// So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
+// holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
+#include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+
+#include <cstdint>
+#include <type_traits>
 
 namespace pagedattn {
 
@@ -26,8 +38,9 @@ public:
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
   static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs>;
-  using Stage = typename Tile::Stage;
+  static constexpr bool bulk_copies = Policy::bulk_copies;
+  using Stage = std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads>, KvTileStage<T, HeadDim, block_threads>>;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
@@ -44,6 +57,7 @@ public:
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
+    std::uint64_t landed[stages];         ///< bulk copies: each buffer's mbarrier (one phase per tile)
   };
 
   /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
@@ -65,37 +79,93 @@ public:
   {
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
-    __syncthreads(); // the prefetched block ids
+    if constexpr (bulk_copies)
+    {
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+      // This thread's earlier plain stores into the storage (a previous item's partial and combine, its
+      // cleared values) are ordered before the copies that will overwrite them.
+      arch::fence_proxy_async_shared();
+      if (threadIdx.x == 0)
+      {
+        for (int s = 0; s < stages; ++s) { arch::mbarrier_init(&temp.landed[s], 1); }
+        arch::fence_mbarrier_init();
+      }
+#endif
+    }
+    __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
     bool bad = false;
     auto load = [&](int i) {
-      if (i < tiles)
+      if constexpr (bulk_copies)
       {
-#pragma unroll
-        for (int j = 0; j < slabs; ++j)
+        if (i < tiles && arch::warp_id() == 0)
         {
-          const int offset = i * tile_tokens + j * Stage::tile_tokens; // from the partition's first token
-          bad |= Stage::Load(temp.stage[i % stages][j], p, temp.block_ids + (offset >> log2_block_size), work.kv_head,
-                             work.first_token + offset, work.end_token, log2_block_size);
+          const int offset = i * tile_tokens; // from the partition's first token
+          bad |= Stage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p, temp.block_ids + (offset >> log2_block_size),
+                                             work.kv_head, work.first_token + offset, work.end_token, log2_block_size);
         }
       }
-      arch::copy_async_commit();
+      else
+      {
+        if (i < tiles)
+        {
+#pragma unroll
+          for (int j = 0; j < slabs; ++j)
+          {
+            const int offset = i * tile_tokens + j * Stage::tile_tokens; // from the partition's first token
+            bad |= Stage::Load(temp.stage[i % stages][j], p, temp.block_ids + (offset >> log2_block_size), work.kv_head,
+                               work.first_token + offset, work.end_token, log2_block_size);
+          }
+        }
+        arch::copy_async_commit();
+      }
     };
 
-    Tile tile(temp.tile, p, work.seq, work.first_head, work.heads);
+    Tile tile(temp.tile, p, work.seq, work.first_head, work.heads, log2_block_size);
 #pragma unroll
     for (int i = 0; i < stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)
     {
-      arch::copy_async_wait<stages - 2>();
-      __syncthreads();
+      const int token0 = work.first_token + i * tile_tokens;
+      if constexpr (bulk_copies)
+      {
+        // Each thread's wait on the mbarrier makes tile i visible to it, so the barrier only frees buffer
+        // (i-1) mod S, and tile i+S-1 is issued before tile i lands: up to S tiles in flight, not S-1.
+        __syncthreads();
+        load(i + stages - 1);
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+        arch::mbarrier_wait(&temp.landed[i % stages], (i / stages) & 1);
+#endif
+      }
+      else
+      {
+        arch::copy_async_wait<stages - 2>();
+        __syncthreads();
+        load(i + stages - 1);
+      }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      load(i + stages - 1);
-      tile.Consume(temp.stage[i % stages], work.first_token + i * tile_tokens, work.end_token, work.seq_len);
+      if (token0 + tile_tokens > work.end_token) // the partition's last tile, partly live (block-uniform)
+      {
+        // Visible to the tile's PV product after the barriers inside Consume.
+        if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(temp.stage[i % stages], token0, work.end_token, log2_block_size); }
+        tile.template Consume<true>(temp.stage[i % stages], token0, work.end_token, work.seq_len);
+      }
+      else { tile.template Consume<false>(temp.stage[i % stages], token0, work.end_token, work.seq_len); }
     }
-    arch::copy_async_wait<0>(); // only empty groups remain; nothing may land after the storage is reused
-    __syncthreads();            // every warp is done with the stages: the partial may overwrite them
+    if constexpr (bulk_copies)
+    {
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+      // Every copy has landed and every thread is past its last wait (the loop's last barrier), so the
+      // mbarriers may end: their storage is reused with the stages'.
+      if (threadIdx.x == 0)
+      {
+        for (int s = 0; s < stages; ++s) { arch::mbarrier_inval(&temp.landed[s]); }
+      }
+#endif
+    }
+    else { arch::copy_async_wait<0>(); } // only empty groups remain; nothing may land after the storage is reused
+    __syncthreads();                     // every warp is done with the stages: the partial may overwrite them
     tile.StorePartial(stats, values);
     return __syncthreads_or(bad) != 0;
   }

@@ -1,0 +1,136 @@
+#pragma once
+// One pipeline stage of the tensor-core decode on sm_90: the K and V of 32 consecutive tokens of one KV
+// head, moved from vLLM's paged cache into shared memory by bulk copies (cp.async.bulk, the Tensor Memory
+// Accelerator), one per cache block and per K or V, with completion on the stage's mbarrier. It has the
+// interface of KvTileStage (the cp.async stage of sm_80), so BlockTileTensorCore folds either.
+//
+// A bulk copy moves a cache block's run of one KV head as it lies in the cache, so the shared layout
+// follows the cache's and depends on the block size bs (a "unit" is 16 bytes = 8 elements):
+//   K: per cache block of the tile, [HeadDim / 8 vectors][bs tokens] units (the cache's [head/8][bs][8]);
+//   V: per cache block of the tile, [HeadDim dims][bs / 8] units (the cache's [head][bs]).
+// An ldmatrix phase reads 8 rows of 16 bytes: for K, 8 consecutive tokens of one vector (128 contiguous
+// bytes, conflict-free); for V, one 8-token unit of 8 consecutive dims, which lie 2 * bs bytes apart: no
+// conflict at bs 8, two-way at bs 16, four-way at bs 32 (the fold's shared-memory time stays well under
+// the tile's memory time: bench/NOTES.md, session 13).
+//
+// Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
+// when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
+// the caller poisons the partial), are not copied: their shared bytes are stale. Stale K only gives scores
+// that the fold masks; stale V would meet a weight of 0 in the PV product (0 * NaN = NaN). The fold skips
+// the 16-token steps wholly past the end, and ClearDeadValues zeroes the dead tokens' V in the step that
+// holds the end, after the tile lands.
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/util_arch.cuh>
+
+#include <cstdint>
+
+namespace pagedattn {
+
+template <class T, int HeadDim, int BlockThreads>
+class KvTileStageBulk {
+public:
+  static constexpr int tile_tokens = 32;
+  static constexpr int key_vectors = HeadDim / 8; ///< K units (16-byte vectors) per token
+  static constexpr int v_units_per_dim = tile_tokens / 8;
+  static constexpr int k_units = key_vectors * tile_tokens;
+  static constexpr int v_units = HeadDim * v_units_per_dim;
+  /// Whether the fold must clear the V of dead tokens itself (the copies bring whole cache blocks).
+  static constexpr bool copies_whole_blocks = true;
+  static_assert(sizeof(T) == 2, "KvTileStageBulk: 16-bit element types");
+  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+
+  struct alignas(16) Storage {
+    uint4 k[k_units];
+    uint4 v[v_units];
+  };
+
+  /// Where a tile's units lie, for the launch's block size (8, 16 or 32 tokens: log2 3, 4 or 5).
+  class Layout {
+  public:
+    PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
+    /// Unit holding dims 8 vector .. 8 vector + 7 of tile token `token`.
+    PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) const
+    {
+      return (((token >> log2_bs_) * key_vectors + vector) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
+    }
+    /// Unit holding tile tokens 8 unit .. 8 unit + 7 of dim `dim`.
+    PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
+    {
+      const int log2_units = log2_bs_ - 3; // 8-token units per block row
+      return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+    }
+
+  private:
+    int log2_bs_;
+  };
+
+  /// Where a bulk copy puts the run of cache block `block_in_stage` (0 .. 32 / bs - 1) of a stage: the
+  /// first of its units in the stage's k (K run) or v (V run) array. The run's units follow in the cache's order.
+  static PAGEDATTN_HOST_DEVICE int run_first_unit(int block_in_stage, bool value, int log2_block_size)
+  {
+    return value ? (block_in_stage * HeadDim) << (log2_block_size - 3) : (block_in_stage * key_vectors) << log2_block_size;
+  }
+
+  /// Warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages (`stage[0 .. Slabs-1]`)
+  /// of the tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their
+  /// bytes. `block_ids` are the tile's cache block ids (read only for blocks holding a live token). Returns
+  /// true, in the lane that saw it, if a live block's id was outside the cache.
+  template <int Slabs>
+  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<T>& p, const int* block_ids,
+                                    int kv_head, int token0, int end_token, int log2_block_size)
+  {
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+    static_assert(2 * Slabs * tile_tokens / 8 <= warp_threads, "a lane per copy, at block size 8");
+    const int lane = arch::lane_id();
+    const int block = lane >> 1, blocks_per_stage = tile_tokens >> log2_block_size;
+    const bool value = lane & 1;
+    const bool live = block < Slabs * blocks_per_stage && token0 + (block << log2_block_size) < end_token;
+    const int id = live ? block_ids[block] : 0;
+    const bool readable = live && id >= 0 && id < p.num_blocks;
+    const unsigned run_bytes = static_cast<unsigned>(HeadDim * sizeof(T)) << log2_block_size;
+    unsigned bytes = readable ? run_bytes : 0u;
+#pragma unroll
+    for (int mask = 1; mask < warp_threads; mask *= 2) { bytes += arch::shfl_xor(bytes, mask); }
+    if (lane == 0) { arch::mbarrier_arrive_expect_tx(landed, bytes); } // before any copy can complete
+    arch::sync_warp();
+    if (readable)
+    {
+      const T* cache = value ? p.value_cache : p.key_cache;
+      const T* src = cache + ((static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * HeadDim << log2_block_size);
+      Storage& s = stage[block / blocks_per_stage];
+      const int in_stage = block & (blocks_per_stage - 1);
+      uint4* dst = (value ? s.v : s.k) + run_first_unit(in_stage, value, log2_block_size);
+      arch::copy_bulk(dst, src, run_bytes, landed);
+    }
+    return live && !readable;
+#else
+    static_assert(dependent_value<T>(0) != 0, "KvTileStageBulk needs code compiled for sm_90 (the sm_90 policy only)");
+    return false;
+#endif
+  }
+
+  /// Block-wide: zero the V of the dead tokens (at or past end_token) of the 16-token step that holds
+  /// end_token, in a landed tile of `stage[0 .. Slabs-1]`; BlockTileTensorCore skips the steps after it.
+  template <int Slabs>
+  static PAGEDATTN_DEVICE void ClearDeadValues(Storage* stage, int token0, int end_token, int log2_block_size)
+  {
+    const int live_tokens = end_token - token0; // 1 .. Slabs * tile_tokens - 1: the tile is partly live
+    if (live_tokens % 16 == 0) { return; }       // the end is a step boundary: nothing dead is read
+    const Layout layout(log2_block_size);
+    const int first_unit = 2 * (live_tokens / 16); // the step's two 8-token units, counted over the tile
+    for (int i = threadIdx.x; i < 2 * HeadDim; i += BlockThreads)
+    {
+      const int dim = i >> 1, unit = first_unit + (i & 1), first = 8 * unit;
+      if (first + 8 <= live_tokens) { continue; }
+      uint4& v = stage[unit / v_units_per_dim].v[layout.v_unit(dim, unit % v_units_per_dim)];
+      if (first >= live_tokens) { v = uint4{0, 0, 0, 0}; }
+      else
+      {
+        std::uint16_t* e = reinterpret_cast<std::uint16_t*>(&v); // +0 in fp16 and bf16
+        for (int k = live_tokens - first; k < 8; ++k) { e[k] = 0; }
+      }
+    }
+  }
+};
+
+} // namespace pagedattn
