@@ -17,6 +17,7 @@ struct ElementTraits;
 template <>
 struct ElementTraits<__half> {
   static constexpr const char* name = "fp16";
+  using pair_type = __half2; ///< two elements in 32 bits
   static PAGEDATTN_HOST_DEVICE float to_float(__half v) { return __half2float(v); }
   static PAGEDATTN_HOST_DEVICE __half from_float(float v) { return __float2half_rn(v); }
 };
@@ -25,6 +26,7 @@ struct ElementTraits<__half> {
 template <>
 struct ElementTraits<__nv_bfloat16> {
   static constexpr const char* name = "bf16";
+  using pair_type = __nv_bfloat162;
   static PAGEDATTN_HOST_DEVICE float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
   static PAGEDATTN_HOST_DEVICE __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 };

@@ -6,3 +6,7 @@ struct __half {
 inline float __half2float(__half h) { return static_cast<float>(h.v); }
 inline __half __float2half_rn(float f) { return {static_cast<_Float16>(f)}; }
 inline __half __float2half(float f) { return __float2half_rn(f); }
+/// Two halves in 32 bits (ElementTraits<__half>::pair_type); the emulated decode has no use for its arithmetic.
+struct __half2 {
+  __half x, y;
+};

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace {
 
@@ -101,4 +102,55 @@ TEST_CASE("fp8: the extremes of both formats", "[fp8][host]")
   CHECK(std::isnan(fp8_e5m2_to_float(0x7d)));
   CHECK(std::isnan(fp8_e5m2_to_float(0xff)));
   CHECK(bits_of(fp8_e5m2_to_float(0x80)) == 0x80000000u);
+}
+
+namespace {
+
+/// fp8x2_to_pair against the scalar decode for every byte in every position (both lanes, both halves of
+/// the word): the same float bits, or a NaN of the same sign. Counts mismatches (one CHECK per format).
+template <pagedattn::Fp8Format Format, class T>
+int pair_mismatches()
+{
+  int mismatches = 0;
+  for (std::uint32_t b = 0; b < 256; ++b)
+  {
+    for (std::uint32_t other : {0x00u, 0x3au, 0x7fu, 0x80u, 0xfcu, 0xffu}) // the byte's neighbours in the word
+    {
+      for (int position = 0; position < 4; ++position)
+      {
+        std::uint32_t four = 0;
+        for (int i = 0; i < 4; ++i) { four |= (i == position ? b : other) << (8 * i); }
+        const std::uint32_t pair = pagedattn::fp8x2_to_pair<Format, T>(four, position / 2);
+        const std::uint16_t lane = static_cast<std::uint16_t>(pair >> (16 * (position % 2)));
+        T element;
+        std::memcpy(&element, &lane, sizeof lane);
+        const float got = pagedattn::ElementTraits<T>::to_float(element);
+        const float want = pagedattn::fp8_to_float<Format>(static_cast<std::uint8_t>(b));
+        // A NaN by its bits: the host's conversion to float need not keep a NaN's sign.
+        const int mantissa_bits = std::is_same_v<T, __half> ? 10 : 7;
+        const std::uint16_t exponent_mask = static_cast<std::uint16_t>(0x7fff & ~((1 << mantissa_bits) - 1));
+        const bool lane_is_nan = (lane & exponent_mask) == exponent_mask && (lane & ((1 << mantissa_bits) - 1)) != 0;
+        const bool same = std::isnan(want) ? lane_is_nan && (lane >> 15) == (b >> 7) : bits_of(got) == bits_of(want);
+        if (!same)
+        {
+          if (mismatches < 8) { UNSCOPED_INFO("byte 0x" << std::hex << b << " at " << position << " beside 0x" << other << std::dec << ": got " << got << ", want " << want); }
+          ++mismatches;
+        }
+      }
+    }
+  }
+  return mismatches;
+}
+
+} // namespace
+
+TEST_CASE("fp8: four at a time into pairs of fp16 and bf16, bit-exact to the scalar decode", "[fp8][host]")
+{
+  using pagedattn::Fp8Format;
+  CHECK(pair_mismatches<Fp8Format::e4m3, __half>() == 0);
+  CHECK(pair_mismatches<Fp8Format::e5m2, __half>() == 0);
+#if PAGEDATTN_HAS_BF16
+  CHECK(pair_mismatches<Fp8Format::e4m3, __nv_bfloat16>() == 0);
+  CHECK(pair_mismatches<Fp8Format::e5m2, __nv_bfloat16>() == 0);
+#endif
 }

@@ -12,9 +12,10 @@
 //        subnormal 2^-16.
 // A NaN byte decodes to a NaN of the byte's sign; an e5m2 infinity to an infinity (what a cache holding
 // one then gives is the decode's documented result for non-finite values, not this header's concern).
-#include <pagedattn/config.cuh>
+#include <pagedattn/util_type.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace pagedattn {
 
@@ -77,6 +78,80 @@ PAGEDATTN_HOST_DEVICE float fp8_to_float(std::uint8_t byte)
 {
   if constexpr (Format == Fp8Format::e4m3) { return fp8_e4m3_to_float(byte); }
   else { return fp8_e5m2_to_float(byte); }
+}
+
+// ---- Four at a time, into pairs of fp16 or bf16 (the tensor-core fold's mma operands) ----------------------
+// Every fp8 value of both formats is exact in fp16 and in bf16, so these are bit-exact to fp8_to_float
+// (NaN to a NaN of the byte's sign, e5m2's infinities to infinities). Integer work per pair: the bytes go
+// to the top of 16-bit lanes, the exponent and mantissa move into T's fields (T's exponent bias is larger,
+// so the lanes read as the value times 2^-(bias difference), normal or subnormal alike), one multiply by
+// 2^(bias difference) restores them, and the format's special bytes are patched in.
+
+namespace detail {
+
+/// Per 16-bit lane of `lanes` (each at most 0x7fff): 0xffff where the lane is 0, else 0. No carry
+/// crosses a lane: a lane plus 0x7fff is at most 0xfffe.
+PAGEDATTN_HOST_DEVICE std::uint32_t zero_lanes(std::uint32_t lanes)
+{
+  const std::uint32_t zero_bits = ~(lanes + 0x7fff7fffu) & 0x80008000u; // bit 15 of each zero lane
+  return (zero_bits >> 15) * 0xffffu;
+}
+
+/// 2^exponent as a float (0 <= exponent <= 127), at compile time.
+PAGEDATTN_HOST_DEVICE constexpr float power_of_two(int exponent)
+{
+  float f = 1.f;
+  for (int i = 0; i < exponent; ++i) { f *= 2.f; }
+  return f;
+}
+
+/// Both lanes (T's bits, low lane first) times 2^Exponent, exact for the values it is given here.
+template <class T, int Exponent>
+PAGEDATTN_HOST_DEVICE std::uint32_t times_power_of_two(std::uint32_t lanes)
+{
+  using Pair = typename ElementTraits<T>::pair_type;
+  static_assert(sizeof(Pair) == sizeof(std::uint32_t), "two 16-bit elements");
+  union {
+    std::uint32_t u;
+    Pair pair;
+  } a{lanes}, r{0u};
+  constexpr float exact_factor = power_of_two(Exponent);
+  const T factor = ElementTraits<T>::from_float(exact_factor);
+  r.pair = __hmul2(a.pair, Pair{factor, factor});
+  return r.u;
+}
+
+} // namespace detail
+
+/// Elements 2 * half_index and 2 * half_index + 1 of four fp8 bytes (element i in byte i of `four`) as a
+/// pair of T (fp16 or bf16; the element with the lower index in the low 16 bits).
+template <Fp8Format Format, class T>
+PAGEDATTN_HOST_DEVICE std::uint32_t fp8x2_to_pair(std::uint32_t four, int half_index)
+{
+  const std::uint32_t x = four >> (16 * half_index);
+  const std::uint32_t p = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16); // each byte at the top of its lane
+  const std::uint32_t sign = p & 0x80008000u;
+  if constexpr (Format == Fp8Format::e5m2 && std::is_same_v<T, __half>)
+  {
+    return p; // e5m2 is the top byte of an IEEE half, specials included
+  }
+  else if constexpr (Format == Fp8Format::e4m3)
+  {
+    // e4m3's exponent and mantissa (7 bits) at T's field boundary: fp16 keeps 10 mantissa bits (shift 1),
+    // bf16 7 (shift 4); the biases differ by 15 - 7 and 127 - 7.
+    constexpr bool half = std::is_same_v<T, __half>;
+    const std::uint32_t magnitude = half ? (p >> 1) & 0x3f803f80u : (p >> 4) & 0x07f007f0u;
+    const std::uint32_t value = detail::times_power_of_two<T, half ? 8 : 120>(sign | magnitude);
+    const std::uint32_t nan = detail::zero_lanes((p & 0x7f007f00u) ^ 0x7f007f00u); // S.1111.111
+    return value | (nan & 0x7fff7fffu);                                            // all ones: a NaN in both types
+  }
+  else // e5m2 into bf16: 5 exponent and 2 mantissa bits, biases 15 and 127
+  {
+    const std::uint32_t value = detail::times_power_of_two<T, 112>(sign | ((p >> 3) & 0x0fe00fe0u));
+    const std::uint32_t special = detail::zero_lanes((p & 0x7c007c00u) ^ 0x7c007c00u); // exponent 31
+    const std::uint32_t infinity_or_nan = sign | 0x7f807f80u | ((p >> 3) & 0x00600060u); // mantissa 0: infinity
+    return (value & ~special) | (infinity_or_nan & special);
+  }
 }
 
 } // namespace pagedattn
