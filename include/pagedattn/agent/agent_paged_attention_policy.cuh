@@ -34,8 +34,8 @@ struct AgentPagedAttentionPolicy {
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
   /// Tensor-core pipeline: move each cache block's K and V run with one bulk copy issued by one warp
-  /// (cp.async.bulk with mbarrier completion: code compiled for sm_90 only) instead of 16-byte cp.async
-  /// copies by every thread.
+  /// (cp.async.bulk with mbarrier completion) instead of 16-byte cp.async copies by every thread. Only in
+  /// code compiled for sm_90+; the same policy's code for an older architecture uses cp.async.
   static constexpr bool bulk_copies = false;
   /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
   static constexpr bool one_wave_combine = false;

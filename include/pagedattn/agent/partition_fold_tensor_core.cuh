@@ -38,8 +38,17 @@ public:
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
   static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
+  /// Bulk copies where the policy asks for them and the code being compiled has them (sm_90+). A policy
+  /// with bulk_copies compiled also for an older architecture (a fat binary, or its host pass) takes
+  /// cp.async there: both stages have the same storage, so host and device agree on the block's size.
+#if defined(PAGEDATTN_HAS_BULK_COPY)
   static constexpr bool bulk_copies = Policy::bulk_copies;
+#else
+  static constexpr bool bulk_copies = false;
+#endif
   using Stage = std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads>, KvTileStage<T, HeadDim, block_threads>>;
+  static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
+                "the host sizes the block's storage with either stage");
   using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
