@@ -307,7 +307,7 @@ PAGEDATTN_DEVICE void copy_async_wait()
 // ends) into shared memory; the copy engine signals the bytes it wrote on a shared-memory mbarrier
 // ("complete_tx"). A waiter that saw the barrier's phase complete sees the bytes. Only code compiled for
 // sm_90 may call these (the sm_90 policy's pipeline, KvTileStageBulk); elsewhere they do not compile.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__) && defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
 #define PAGEDATTN_HAS_BULK_COPY 1
 namespace detail {
 PAGEDATTN_DEVICE unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
@@ -347,6 +347,16 @@ PAGEDATTN_DEVICE void copy_bulk(void* dst, const void* src, unsigned bytes, std:
 {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(detail::shared_address(dst)),
                "l"(src), "r"(bytes), "r"(detail::shared_address(bar))
+               : "memory");
+}
+/// Copy the box at coordinates (c0, c1, c2) of the 3-D tensor that `tensor_map` (a CUtensorMap in
+/// parameter, constant or global memory: a __grid_constant__ kernel parameter's address) describes into
+/// shared `dst` (aligned as the map's swizzle requires); the box's bytes count towards `bar`'s expected bytes.
+PAGEDATTN_DEVICE void copy_tensor_3d(void* dst, const void* tensor_map, int c0, int c1, int c2, std::uint64_t* bar)
+{
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+                   detail::shared_address(dst)),
+               "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(detail::shared_address(bar))
                : "memory");
 }
 /// Order this thread's earlier generic-proxy accesses to shared memory before later bulk copies into it

@@ -10,8 +10,11 @@
 //   V: per cache block of the tile, [HeadDim dims][bs / 8] units (the cache's [head][bs]).
 // An ldmatrix phase reads 8 rows of 16 bytes: for K, 8 consecutive tokens of one vector (128 contiguous
 // bytes, conflict-free); for V, one 8-token unit of 8 consecutive dims, which lie 2 * bs bytes apart: no
-// conflict at bs 8, two-way at bs 16, four-way at bs 32 (the fold's shared-memory time stays well under
-// the tile's memory time: bench/NOTES.md, session 13).
+// conflict at bs 8, two-way at bs 16, four-way at bs 32 with plain bulk copies. TensorCopies (copies of
+// a box {bs, HeadDim, 1} of the V tensor map, 32-byte swizzle at bs 16, 64-byte at bs 32) swizzle V's
+// units so that every phase is conflict-free: unit o of a run lands at o ^ ((o >> 3) & (bs / 8 - 1)), the
+// hardware's swizzle (16-byte chunk bits ^= address bits 7..8) when the run starts 512-byte aligned.
+// Tensor copies also move through the copy engine without a writer thread that racecheck tracks.
 //
 // Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
 // when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
@@ -26,7 +29,7 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int BlockThreads>
+template <class T, int HeadDim, int BlockThreads, bool TensorCopies = false>
 class KvTileStageBulk {
 public:
   static constexpr int tile_tokens = 32;
@@ -57,7 +60,10 @@ public:
     PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
-      return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+      const int units_mask = (1 << log2_units) - 1;
+      const int in_run = (dim << log2_units) + (unit & units_mask);
+      const int swizzled = TensorCopies ? in_run ^ ((in_run >> 3) & units_mask) : in_run;
+      return ((unit >> log2_units) * HeadDim << log2_units) + swizzled;
     }
 
   private:
@@ -95,12 +101,21 @@ public:
     arch::sync_warp();
     if (readable)
     {
-      const T* cache = value ? p.value_cache : p.key_cache;
-      const T* src = cache + ((static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * HeadDim << log2_block_size);
       Storage& s = stage[block / blocks_per_stage];
       const int in_stage = block & (blocks_per_stage - 1);
       uint4* dst = (value ? s.v : s.k) + run_first_unit(in_stage, value, log2_block_size);
-      arch::copy_bulk(dst, src, run_bytes, landed);
+      const std::int64_t run = static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head; // the run's index in its cache
+      if constexpr (TensorCopies)
+      {
+#if PAGEDATTN_HAS_TENSOR_MAPS
+        arch::copy_tensor_3d(dst, value ? &p.value_map : &p.key_map, 0, 0, static_cast<int>(run), landed);
+#endif
+      }
+      else
+      {
+        const T* cache = value ? p.value_cache : p.key_cache;
+        arch::copy_bulk(dst, cache + (run * HeadDim << log2_block_size), run_bytes, landed);
+      }
     }
     return live && !readable;
 #else

@@ -63,10 +63,12 @@ struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   /// held across the loop, AgentDecodePlan). At head 256 both hold two blocks per SM (231 and 255
   /// registers), and a bound of three would spill 854 bytes.
   static constexpr int persistent_blocks_per_sm_to_head_128 = 3;
-  /// The cache's runs move by bulk copies (the Tensor Memory Accelerator) issued by one warp: the probe
-  /// bench_paged_read, with a fold's work per tile, streamed 97-98 % of the read bandwidth this way and
-  /// 92-95 % with cp.async by every thread (bench/NOTES.md, session 13).
-  static constexpr bool bulk_copies = true;
+  /// The cache's runs move by tensor copies (the Tensor Memory Accelerator) issued by one warp: the probe
+  /// bench_paged_read, with a fold's work per tile, streamed 97-98 % of the read bandwidth with bulk
+  /// copies and 92-95 % with cp.async by every thread (bench/NOTES.md, session 13). Tensor copies rather
+  /// than plain bulk copies: V lands swizzled (no bank conflicts), and racecheck reports plain bulk
+  /// copies' writes as hazards (session 13).
+  static constexpr KvCopy kv_copy = KvCopy::bulk_tensor;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.
