@@ -10,7 +10,6 @@
 // The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
-#include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
 
 #include <cstdint>
@@ -91,27 +90,28 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
 
 /// Fill p.key_map and p.value_map when the launch's code moves K and V by tensor copies: a tensor-core
 /// policy with KvCopy::bulk_tensor, code of PTX version 9.0 or later, a toolkit with tensor maps (the
-/// same conditions as PartitionFoldTensorCore::kv_copy's on the device).
-template <class T, class Policy>
-cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T>& p, const DecodeArguments<T>& a, int ptx_version)
+/// same conditions as PartitionFoldTensorCore::kv_copy's on the device). launch_decode calls it, so every
+/// launch of the decode kernel has them.
+template <class Policy, int HeadDim, class T>
+cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T>& p, int ptx_version)
 {
 #if PAGEDATTN_HAS_TENSOR_MAPS
   if constexpr (uses_tensor_cores<T, Policy> && Policy::kv_copy == KvCopy::bulk_tensor)
   {
     if (ptx_version < 90) { return cudaSuccess; }
-    const std::int64_t blocks = a.num_blocks;
-    if (blocks * a.num_kv_heads > 0x7fffffffLL) // a copy's run coordinate is a 32-bit signed integer
+    const std::int64_t runs = p.num_blocks * p.num_kv_heads;
+    if (runs > 0x7fffffffLL) // a copy's run coordinate is a 32-bit signed integer
     {
-      return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(blocks * a.num_kv_heads) +
-                                             ") exceeds 2^31 - 1, the tensor copies' coordinate range");
+      return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(runs) +
+                                             ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
     }
-    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, a.key_cache, key_tensor_map_shape(a.head_size, a.block_size, blocks, a.num_kv_heads), "key_cache"));
     PAGEDATTN_RETURN_IF_ERROR(
-        encode_cache_tensor_map(p.value_map, a.value_cache, value_tensor_map_shape(a.head_size, a.block_size, blocks, a.num_kv_heads), "value_cache"));
+        encode_cache_tensor_map(p.key_map, p.key_cache, key_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "key_cache"));
+    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache,
+                                                      value_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "value_cache"));
   }
 #else
   (void)p;
-  (void)a;
   (void)ptx_version;
 #endif
   return cudaSuccess;

@@ -4,14 +4,13 @@
 // temporary storage for any lengths up to max_seq_len), pick the kernel instantiation and, with its
 // occupancy, the persistent grid, then launch the decode (after its init pass where it may need one). Each step lives in a header
 // of its own: decode_arguments.cuh (what the caller passes), decode_plan.cuh (the host-only plan),
-// decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh, and
-// decode_tensor_maps.cuh (the caches' tensor maps, for the sm_90 tensor copies).
+// decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh (with
+// decode_tensor_maps.cuh: the caches' tensor maps, for the sm_90 tensor copies).
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/device/dispatch/decode_device.cuh>
 #include <pagedattn/device/dispatch/decode_launch.cuh>
 #include <pagedattn/device/dispatch/decode_params.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
-#include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 #include <pagedattn/util_error.cuh>
 
@@ -71,9 +70,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
       std::size_t resident = 0;
       PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident));
       choose_grid(plan, resident, Kernel::cooperative_capable(device), Kernel::persistent);
-      PagedAttentionParams<T> params = make_params(a, plan, d_temp_storage);
-      PAGEDATTN_RETURN_IF_ERROR((bind_cache_tensor_maps<T, Policy>(params, a, device.ptx_version)));
-      return launch_decode<Kernel>(plan, device, params, d_temp_storage, stream);
+      return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), d_temp_storage, stream);
     };
     // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
     // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
