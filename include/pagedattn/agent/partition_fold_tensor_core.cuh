@@ -171,8 +171,9 @@ public:
     if constexpr (bulk_copies)
     {
 #if defined(PAGEDATTN_HAS_BULK_COPY)
-      // Every copy has landed and every thread is past its last wait (the loop's last barrier), so the
-      // mbarriers may end: their storage is reused with the stages'.
+      // Every copy has landed, and every thread is past its last wait: the waits come before the last
+      // tile's Consume, whose barriers thread 0 has passed. So the mbarriers may end; their storage is
+      // reused with the stages'.
       if (threadIdx.x == 0)
       {
         for (int s = 0; s < stages; ++s) { arch::mbarrier_inval(&temp.landed[s]); }
