@@ -329,17 +329,26 @@ PAGEDATTN_DEVICE void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned byt
 {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(detail::shared_address(bar)), "r"(bytes) : "memory");
 }
-/// Wait until the phase of `bar` with this parity (0 for its first phase, then 1, 0, ...) has completed.
+/// One arrival on `bar`.
+PAGEDATTN_DEVICE void mbarrier_arrive(std::uint64_t* bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(detail::shared_address(bar)) : "memory");
+}
+/// Whether the phase of `bar` with this parity (0 for its first phase, then 1, 0, ...) has completed; the
+/// thread may be suspended for a while before it answers "not yet".
+PAGEDATTN_DEVICE bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity)
+{
+  unsigned done;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(detail::shared_address(bar)), "r"(parity)
+               : "memory");
+  return done != 0;
+}
+/// Wait until the phase of `bar` with this parity has completed.
 PAGEDATTN_DEVICE void mbarrier_wait(std::uint64_t* bar, unsigned parity)
 {
-  unsigned done = 0;
-  while (!done) // try_wait suspends the thread for a while before it reports "not yet"
-  {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(detail::shared_address(bar)), "r"(parity)
-                 : "memory");
-  }
+  while (!mbarrier_try_wait(bar, parity)) {}
 }
 /// Copy `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned); the bytes
 /// count towards `bar`'s expected bytes when they land.
