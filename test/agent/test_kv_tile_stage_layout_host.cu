@@ -2,7 +2,7 @@
 // copy puts a cache block's K and V run agrees with the units the tensor-core tile reads (Layout), every
 // unit of a stage is used once, and the ldmatrix phases have the bank conflicts the header states (none
 // for K; for V 1, 2, 4-way at block 8, 16, 32 with plain bulk copies, none with tensor copies, whose V
-// lands swizzled as the hardware's 32- and 64-byte swizzles place it). Also the caches' tensor-map shapes.
+// lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 
@@ -24,13 +24,12 @@ int conflict_ways(const std::vector<int>& units)
   return worst;
 }
 
-/// The byte offset where a tensor copy with this swizzle (0, 32 or 64 bytes) puts byte `offset` of its box,
-/// in a destination aligned to the swizzle's period: 16-byte chunk bits 4.. ^= address bits 7.. (one bit
-/// for 32 bytes, two for 64).
+/// Where a tensor copy with this swizzle (0 or 128 bytes) puts the byte it would put at shared offset
+/// `offset` unswizzled, the offset counted from a 1024-byte boundary: 16-byte chunk bits 4..6 ^= address
+/// bits 7..9 (PTX ISA, tensor copies' swizzle modes).
 int hardware_swizzle(int offset, int swizzle_bytes)
 {
-  const int bits = swizzle_bytes == 64 ? 3 : swizzle_bytes == 32 ? 1 : 0;
-  return offset ^ (((offset >> 7) & bits) << 4);
+  return swizzle_bytes == 128 ? offset ^ (((offset >> 7) & 7) << 4) : offset;
 }
 
 template <int HeadDim, bool TensorCopies>
@@ -60,7 +59,8 @@ void check_layout()
       {
         for (int u = 0; u < bs / 8; ++u)
         {
-          const int copied_to = Stage::run_first_unit(b, true, lb) + hardware_swizzle((d * (bs / 8) + u) * 16, swizzle) / 16;
+          // the v array starts 1024-byte aligned (KvTileStageBulk's static_assert), so its offsets are the address bits
+          const int copied_to = hardware_swizzle((Stage::run_first_unit(b, true, lb) + d * (bs / 8) + u) * 16, swizzle) / 16;
           REQUIRE(layout.v_unit(d, (b * bs) / 8 + u) == copied_to);
           v_seen.insert(copied_to);
         }
@@ -129,6 +129,7 @@ TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one
       {
         CHECK(std::uint64_t(m->box[0]) * m->box[1] * 2 == std::uint64_t(head) * bs * 2); // a run: head x bs elements of 2 bytes
         CHECK(m->box[2] == 1u);
+        CHECK(m->box[0] * 2 == pagedattn::tensor_copy_row_bytes); // rows of 128 bytes
         CHECK(m->dims[0] == m->box[0]); // a box covers whole rows and planes: a run is contiguous
         CHECK(m->dims[1] == m->box[1]);
         CHECK(m->dims[2] == std::uint64_t(blocks) * kv_heads);
@@ -139,8 +140,8 @@ TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one
         CHECK(m->box[1] <= 256u);
       }
       CHECK(k.swizzle_bytes == 0);
-      CHECK(v.swizzle_bytes == (bs == 8 ? 0 : 2 * bs));
-      CHECK((v.swizzle_bytes == 0 || int(v.box[0]) * 2 == v.swizzle_bytes)); // a swizzled box row spans the swizzle
+      CHECK(v.swizzle_bytes == 128);
+      CHECK(int(v.box[0]) * 2 == v.swizzle_bytes); // a swizzled box row spans the swizzle
     }
   }
 }

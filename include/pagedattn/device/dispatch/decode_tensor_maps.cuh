@@ -3,13 +3,13 @@
 // one 3-D map per cache whose box is one cache block's run of one KV head, so that a copy's coordinates are
 // (0, 0, block_id * num_kv_heads + kv_head). Host code; the maps travel in PagedAttentionParams.
 //
-//   K, vLLM's [blocks][kv_heads][head / 8][bs][8]: dims {8 bs, head / 8, blocks · kv_heads} elements,
-//      box {8 bs, head / 8, 1}, no swizzle (its shared layout is conflict-free as it is);
-//   V, [blocks][kv_heads][head][bs]: dims {bs, head, blocks · kv_heads}, box {bs, head, 1}, swizzled 32
-//      bytes at bs 16 and 64 at bs 32 (the row's bytes), none at bs 8 (KvTileStageBulk::Layout::v_unit).
+// A run (vLLM's K [head / 8][bs][8] or V [head][bs] of one block and KV head) is head x bs contiguous
+// elements; both maps see it as rows of 64 elements: dims {64, head · bs / 64, blocks · kv_heads}, box
+// {64, head · bs / 64, 1}. K is not swizzled; V is, by 128 bytes (KvTileStageBulk::Layout::v_unit).
 // The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/util_error.cuh>
 
 #include <cstdint>
@@ -27,27 +27,30 @@ struct CacheTensorMapShape {
   std::uint64_t dims[3];    ///< elements, innermost first
   std::uint64_t strides[2]; ///< bytes between consecutive indices of dims 1 and 2
   std::uint32_t box[3];     ///< elements copied per dimension (one cache block's run)
-  int swizzle_bytes;        ///< 0 (none), 32 or 64
+  int swizzle_bytes;        ///< 0 (none) or 128
 };
 
-/// K: x = 8 elements of 2 bytes per 16-byte vector.
-inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+/// A cache block's run of one KV head (head x bs elements, contiguous in both caches) as rows of 64
+/// elements (128 bytes): a copy's box rows are as wide as the copy engine moves well (rows of 32 bytes,
+/// V's own, made the copies ~4 % slower, bench/NOTES.md session 14).
+inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads, int swizzle_bytes)
 {
   const std::uint64_t runs = static_cast<std::uint64_t>(num_blocks) * static_cast<std::uint64_t>(num_kv_heads);
-  return {{8ull * block_size, static_cast<std::uint64_t>(head_size / 8), runs},
-          {16ull * block_size, 2ull * head_size * block_size},
-          {8u * block_size, static_cast<std::uint32_t>(head_size / 8), 1u},
-          0};
+  constexpr std::uint32_t row = tensor_copy_row_bytes / 2; // elements of 2 bytes
+  const std::uint32_t rows = static_cast<std::uint32_t>(head_size * block_size) / row;
+  return {{row, rows, runs}, {2ull * row, 2ull * head_size * block_size}, {row, rows, 1u}, swizzle_bytes};
 }
 
-/// V: a row of block_size tokens per dimension.
+/// K: as it lies (its shared layout is conflict-free).
+inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+{
+  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 0);
+}
+
+/// V: swizzled by 128 bytes (KvTileStageBulk::Layout::v_unit), so that its ldmatrix phases are conflict-free.
 inline CacheTensorMapShape value_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
 {
-  const std::uint64_t runs = static_cast<std::uint64_t>(num_blocks) * static_cast<std::uint64_t>(num_kv_heads);
-  return {{static_cast<std::uint64_t>(block_size), static_cast<std::uint64_t>(head_size), runs},
-          {2ull * block_size, 2ull * head_size * block_size},
-          {static_cast<std::uint32_t>(block_size), static_cast<std::uint32_t>(head_size), 1u},
-          block_size == 8 ? 0 : 2 * block_size};
+  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 128);
 }
 
 #if PAGEDATTN_HAS_TENSOR_MAPS
@@ -73,9 +76,7 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (!encode) { return fail(cudaErrorNotSupported, "pagedattn::Decode: the driver has no cuTensorMapEncodeTiled (the sm_90 tensor copies need it)"); }
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUtensorMapSwizzle swizzle = shape.swizzle_bytes == 64   ? CU_TENSOR_MAP_SWIZZLE_64B
-                                     : shape.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
-                                                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUtensorMapSwizzle swizzle = shape.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
   const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
                                  element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
