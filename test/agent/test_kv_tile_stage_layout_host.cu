@@ -5,6 +5,7 @@
 // lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
+#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
 #include "support/test_support.cuh"
 
@@ -144,4 +145,21 @@ TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one
       CHECK(int(v.box[0]) * 2 == v.swizzle_bytes); // a swizzled box row spans the swizzle
     }
   }
+}
+
+TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy cannot address", "[kv_tile_stage][host]")
+{
+#if PAGEDATTN_HAS_TENSOR_MAPS
+  pagedattn::PagedAttentionParams<__half> p{};
+  p.block_size = 16;
+  p.num_kv_heads = 4;
+  p.num_blocks = std::int64_t{1} << 29; // 2^31 runs: one past the coordinate's range; checked before any driver call
+  using Sm90 = pagedattn::PagedAttentionPolicySm90;
+  CHECK(pagedattn::detail::bind_cache_tensor_maps<Sm90, 256>(p, 90) == cudaErrorInvalidValue);
+  CHECK(pagedattn::last_error_message().find("num_blocks * num_kv_heads") != std::string::npos);
+  // Code older than sm_90 copies by cp.async: no maps, nothing refused.
+  CHECK(pagedattn::detail::bind_cache_tensor_maps<Sm90, 256>(p, 80) == cudaSuccess);
+#else
+  SUCCEED("no tensor maps in this toolkit");
+#endif
 }
