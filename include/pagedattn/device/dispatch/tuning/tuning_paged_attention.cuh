@@ -50,14 +50,14 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
 };
 
 /// NVIDIA Hopper (sm_90): sm_80's policy with 228 KB of shared memory per SM, and tensor copies. Two 32 KB
-/// stages per block. Three blocks share an SM at head 128 (a block's 76.7 KB plus the 1 KB the SM
-/// reserves per block; Nsight Compute, session 14), two at head 256 (registers). min_blocks_per_sm stays
-/// 2: it sets the automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a
-/// 170-register cap) measured 17 % slower at 64x4096.
+/// stages per block. Two blocks share an SM at every head size (Nsight Compute: registers at head 256; at
+/// head 128 a block's 77 KB plus the 1 KB the SM reserves per block). min_blocks_per_sm = 2 sets the
+/// automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a 170-register
+/// cap) measured 17 % slower at 64x4096. (A third block at head 128, session 14: bench/NOTES.md.)
 /// Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
 struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm90";
-  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< three blocks per SM where registers allow
+  static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< meant for three blocks per SM (see above)
   /// At head 128 the plain kernel takes 140 registers (three blocks per SM), the persistent one 191 (two);
   /// bounded to three it takes 168, with 60 bytes of spill stores (ptxas, nvcc 13; the plan's registers
   /// held across the loop, AgentDecodePlan). At head 256 both hold two blocks per SM (231 and 255
