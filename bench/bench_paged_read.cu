@@ -23,6 +23,8 @@
 //   bench_paged_read [--work CYCLES]...      (fp16, 4 KV heads, head 256, block 16; sm_90 for the bulk rows)
 //
 // Every wait is bounded: a stage that never lands traps (a launch error) instead of hanging the device.
+#include <pagedattn/util_arch.cuh>
+
 #include "../examples/support/paged_decode_problem.cuh"
 
 #include <algorithm>
@@ -43,60 +45,20 @@ constexpr int tile_bytes = runs_per_tile * run_bytes;           ///< 32 KB
 constexpr int threads = 128;
 [[maybe_unused]] constexpr long long max_spins = 1ll << 26; ///< a bounded wait: ~0.5 s of polling, then a trap
 
+namespace arch = pagedattn::arch; // the library's copies and mbarriers (util_arch.cuh)
+
 enum class Mode { cp_async, bulk, bulk_ws };
 
 struct Shape {
   int seqs, len, partition_tokens;
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 __device__ __forceinline__ void spin(long long cycles)
 {
   if (cycles <= 0) { return; }
   const long long t0 = clock64();
   while (clock64() - t0 < cycles) {}
-}
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned count)
-{
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes)
-{
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar)
-{
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity)
-{
-  unsigned done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"(smem_addr(bar)), "r"(parity)
-               : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* bar)
-{
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
-#endif
-
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src)
-{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 /// The global address of run r (0, 1: K of the tile's cache blocks 0, 1; 2, 3: their V) of tile i.
@@ -108,12 +70,12 @@ __device__ __forceinline__ const char* run_source(const char* k_cache, const cha
   return cache + (static_cast<std::int64_t>(block) * kv_heads + kv_head) * run_bytes;
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(PAGEDATTN_HAS_BULK_COPY)
 /// Waits until `bar` has completed the phase of the given parity; traps after max_spins polls.
 __device__ __forceinline__ void mbarrier_wait_bounded(std::uint64_t* bar, unsigned parity)
 {
   long long spins = 0;
-  while (!mbarrier_try_wait(bar, parity))
+  while (!arch::mbarrier_try_wait(bar, parity))
   {
     if (++spins > max_spins) { __trap(); }
   }
@@ -155,34 +117,34 @@ __global__ void __launch_bounds__(block_threads_of<M>()) paged_read_kernel(const
         for (int r = 0; r < runs_per_tile; ++r)
         {
           const char* src = run_source(k_cache, v_cache, table, kv_head, first_token, i, r);
-          for (int u = threadIdx.x; u < run_bytes / 16; u += threads) { cp_async_16(dst + r * run_bytes + 16 * u, src + 16 * u); }
+          for (int u = threadIdx.x; u < run_bytes / 16; u += threads) { arch::copy_async_16(dst + r * run_bytes + 16 * u, src + 16 * u, 16); }
         }
       }
-      cp_async_commit();
+      arch::copy_async_commit();
     };
     for (int i = 0; i < Stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)
     {
-      cp_async_wait<Stages - 2>();
+      arch::copy_async_wait<Stages - 2>();
       __syncthreads(); // tile i visible; every thread done with tile i - 1, whose buffer is refilled next
       load(i + Stages - 1);
       consume(i % Stages);
     }
-    cp_async_wait<0>();
+    arch::copy_async_wait<0>();
   }
   else if constexpr (M == Mode::bulk_ws)
   {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(PAGEDATTN_HAS_BULK_COPY)
     __shared__ std::uint64_t full[Stages], empty[Stages];
     constexpr int consumer_warps = threads / 32;
     if (threadIdx.x == 0)
     {
       for (int s = 0; s < Stages; ++s)
       {
-        mbarrier_init(&full[s], 1);
-        mbarrier_init(&empty[s], consumer_warps);
+        arch::mbarrier_init(&full[s], 1);
+        arch::mbarrier_init(&empty[s], consumer_warps);
       }
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      arch::fence_mbarrier_init();
     }
     __syncthreads(); // (the only block barrier: the barriers are initialised)
     if (threadIdx.x >= threads) // the producer warp: its lane 0 issues every copy
@@ -193,11 +155,11 @@ __global__ void __launch_bounds__(block_threads_of<M>()) paged_read_kernel(const
         {
           const int s = i % Stages;
           if (i >= Stages) { mbarrier_wait_bounded(&empty[s], static_cast<unsigned>(i / Stages - 1) & 1u); } // consumers released it
-          mbarrier_arrive_expect_tx(&full[s], tile_bytes);
+          arch::mbarrier_arrive_expect_tx(&full[s], tile_bytes);
           unsigned char* dst = stage + s * tile_bytes;
           for (int r = 0; r < runs_per_tile; ++r)
           {
-            bulk_copy(dst + r * run_bytes, run_source(k_cache, v_cache, table, kv_head, first_token, i, r), run_bytes, &full[s]);
+            arch::copy_bulk(dst + r * run_bytes, run_source(k_cache, v_cache, table, kv_head, first_token, i, r), run_bytes, &full[s]);
           }
         }
       }
@@ -210,7 +172,7 @@ __global__ void __launch_bounds__(block_threads_of<M>()) paged_read_kernel(const
         mbarrier_wait_bounded(&full[s], static_cast<unsigned>(i / Stages) & 1u);
         consume(s);
         __syncwarp();
-        if (threadIdx.x % 32 == 0) { mbarrier_arrive(&empty[s]); } // this warp is done with stage s
+        if (threadIdx.x % 32 == 0) { arch::mbarrier_arrive(&empty[s]); } // this warp is done with stage s
       }
     }
 #else
@@ -219,23 +181,23 @@ __global__ void __launch_bounds__(block_threads_of<M>()) paged_read_kernel(const
   }
   else
   {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(PAGEDATTN_HAS_BULK_COPY)
     __shared__ std::uint64_t full[Stages];
     if (threadIdx.x == 0)
     {
-      for (int s = 0; s < Stages; ++s) { mbarrier_init(&full[s], 1); }
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      for (int s = 0; s < Stages; ++s) { arch::mbarrier_init(&full[s], 1); }
+      arch::fence_mbarrier_init();
     }
     __syncthreads();
     auto load = [&](int i) { // thread 0 alone
       if (i < tiles)
       {
         std::uint64_t* bar = &full[i % Stages];
-        mbarrier_arrive_expect_tx(bar, tile_bytes);
+        arch::mbarrier_arrive_expect_tx(bar, tile_bytes);
         unsigned char* dst = stage + (i % Stages) * tile_bytes;
         for (int r = 0; r < runs_per_tile; ++r)
         {
-          bulk_copy(dst + r * run_bytes, run_source(k_cache, v_cache, table, kv_head, first_token, i, r), run_bytes, bar);
+          arch::copy_bulk(dst + r * run_bytes, run_source(k_cache, v_cache, table, kv_head, first_token, i, r), run_bytes, bar);
         }
       }
     };

@@ -15,6 +15,8 @@
 # device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both;
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
 # SANITIZER_BINARIES (names, space-separated; default every GPU test binary) picks the binaries it checks.
+# H200_RUN_PART=ncu runs the Nsight Compute step alone, on NCU_SHAPES (bench_decode --shape values,
+# space-separated; default the latency-bound shapes and 64x4096 below).
 set -uo pipefail
 PART=${H200_RUN_PART:-all}
 SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-600}
@@ -51,7 +53,7 @@ log "device: $gpu; commit $commit"
 
 # ---- 2. every test --------------------------------------------------------------------------------------
 ctest_rc=0
-if [ "$PART" != sanitizers ]; then
+if [ "$PART" = all ] || [ "$PART" = tests ]; then
 {
   echo "# ctest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   # -LE compile: the BI-V100 compile checks need no GPU (CI runs them), only device time here.
@@ -61,7 +63,7 @@ ctest_rc=${PIPESTATUS[0]}
 fi
 
 # ---- 3. compute-sanitizer on every GPU test binary --------------------------------------------------------
-if [ "$PART" != tests ]; then
+if [ "$PART" = all ] || [ "$PART" = sanitizers ]; then
 mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' | sort)
 {
   echo "# compute-sanitizer on $gpu, commit $commit: tool binary errors (PAGEDATTN_TEST_REDUCED=1)${SANITIZER_BINARIES:+; only $SANITIZER_BINARIES}"
@@ -95,6 +97,7 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
   timeout "$limit" "$@" 2>&1 | tee "$LOGS/$name.txt" | tail -25
   log "$name: exit status ${PIPESTATUS[0]}"
 }
+if [ "$PART" != ncu ]; then
 [ -x "$BUILD/examples/qwen36_decode" ] && run_step qwen36_decode 300 "$BUILD/examples/qwen36_decode"
 [ -x "$BUILD/bench/bench_decode" ] &&
   run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
@@ -102,12 +105,13 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
 [ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)
   run_step trace_decode 120 "$BUILD/bench/trace_decode"
+fi
 # Nsight Compute on one launch of each latency-bound shape (and 64x4096, which meets its target, beside
-# them): the kernel's own duration, the bytes it moved, how busy DRAM was over the kernel, and where the
-# warps stalled. The details go to logs/, a table of the key metrics to h200-ncu.txt.
+# them), or of NCU_SHAPES: the kernel's own duration, the bytes it moved, how busy DRAM was over the
+# kernel, blocks per SM, and where the warps stalled. The details go to logs/, a table to h200-ncu.txt.
 if [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
   log "ncu"
-  for shape in 1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256; do
+  for shape in ${NCU_SHAPES:-1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256}; do
     tag=$(echo "$shape" | tr '@/' '__')
     timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
       --section LaunchStats --section Occupancy -k regex:paged_attention_kernel --launch-skip 3 --launch-count 1 \
@@ -117,6 +121,7 @@ if [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
   done
   python3 bench/ncu_summary.py "$LOGS" "$commit" "$gpu" >"$OUT/h200-ncu.txt" 2>&1; cat "$OUT/h200-ncu.txt"
 fi
+if [ "$PART" = ncu ]; then tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOGS"; exit 0; fi
 for b in "$BUILD"/bench/bench_*; do # any other benchmark: its JSON beside its log
   name=$(basename "$b")
   # policies: a tuning tool, run by hand; paged_read: issue 20's copy-mechanism probe (no JSON), run by hand

@@ -49,9 +49,12 @@ def summarize(path):
         "issue busy %": get("sm__issue_active.avg.pct_of_peak_sustained_elapsed"),
         "blocks": get("launch__grid_size"),
         "regs": get("launch__registers_per_thread"),
+        "blocks/SM by smem": get("launch__occupancy_limit_shared_mem"),
+        "by regs": get("launch__occupancy_limit_registers"),
+        "achieved occupancy %": get("sm__warps_active.avg.pct_of_peak_sustained_active"),
         "warp cycles/issue": get("smsp__average_warp_latency_per_inst_issued.ratio"),
     }
-    text = " | ".join(f"{k} -" if v is None else f"{k} {v:.0f}" if k in ("blocks", "regs") else f"{k} {v:.2f}"
+    text = " | ".join(f"{k} -" if v is None else f"{k} {v:.0f}" if k in ("blocks", "regs", "blocks/SM by smem", "by regs") else f"{k} {v:.2f}"
                       for k, v in cells.items())
     stalls = []
     for name, i in col.items():

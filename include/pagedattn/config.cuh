@@ -18,6 +18,26 @@
 #  endif
 #endif
 
+/// 1 where the toolkit has tensor maps (CUtensorMap in <cuda.h>, CUDA 12 and later), which the sm_90
+/// decode's tensor copies use; 0 on BI-V100's CoreX SDK and in the emulated host build (no such types).
+#ifndef PAGEDATTN_HAS_TENSOR_MAPS
+#  if !defined(__ILUVATAR__) && defined(CUDART_VERSION) && CUDART_VERSION >= 12000
+#    define PAGEDATTN_HAS_TENSOR_MAPS 1
+#  else
+#    define PAGEDATTN_HAS_TENSOR_MAPS 0
+#  endif
+#endif
+#if PAGEDATTN_HAS_TENSOR_MAPS
+#  include <cuda.h>
+#endif
+
+/// A kernel parameter whose address the kernel takes (a tensor map's): __grid_constant__ (CUDA 11.7+).
+#if !defined(__ILUVATAR__) && defined(CUDART_VERSION) && CUDART_VERSION >= 11070
+#  define PAGEDATTN_GRID_CONSTANT __grid_constant__
+#else
+#  define PAGEDATTN_GRID_CONSTANT
+#endif
+
 namespace pagedattn {
 
 /// The steps of a thread block's decode that PAGEDATTN_TRACE_POINT marks, in the order a block meets them.

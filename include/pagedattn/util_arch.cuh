@@ -307,7 +307,7 @@ PAGEDATTN_DEVICE void copy_async_wait()
 // ends) into shared memory; the copy engine signals the bytes it wrote on a shared-memory mbarrier
 // ("complete_tx"). A waiter that saw the barrier's phase complete sees the bytes. Only code compiled for
 // sm_90 may call these (the sm_90 policy's pipeline, KvTileStageBulk); elsewhere they do not compile.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__) && defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
 #define PAGEDATTN_HAS_BULK_COPY 1
 namespace detail {
 PAGEDATTN_DEVICE unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
@@ -329,17 +329,26 @@ PAGEDATTN_DEVICE void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned byt
 {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(detail::shared_address(bar)), "r"(bytes) : "memory");
 }
-/// Wait until the phase of `bar` with this parity (0 for its first phase, then 1, 0, ...) has completed.
+/// One arrival on `bar`.
+PAGEDATTN_DEVICE void mbarrier_arrive(std::uint64_t* bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(detail::shared_address(bar)) : "memory");
+}
+/// Whether the phase of `bar` with this parity (0 for its first phase, then 1, 0, ...) has completed; the
+/// thread may be suspended for a while before it answers "not yet".
+PAGEDATTN_DEVICE bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity)
+{
+  unsigned done;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(detail::shared_address(bar)), "r"(parity)
+               : "memory");
+  return done != 0;
+}
+/// Wait until the phase of `bar` with this parity has completed.
 PAGEDATTN_DEVICE void mbarrier_wait(std::uint64_t* bar, unsigned parity)
 {
-  unsigned done = 0;
-  while (!done) // try_wait suspends the thread for a while before it reports "not yet"
-  {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(detail::shared_address(bar)), "r"(parity)
-                 : "memory");
-  }
+  while (!mbarrier_try_wait(bar, parity)) {}
 }
 /// Copy `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned); the bytes
 /// count towards `bar`'s expected bytes when they land.
@@ -347,6 +356,16 @@ PAGEDATTN_DEVICE void copy_bulk(void* dst, const void* src, unsigned bytes, std:
 {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(detail::shared_address(dst)),
                "l"(src), "r"(bytes), "r"(detail::shared_address(bar))
+               : "memory");
+}
+/// Copy the box at coordinates (c0, c1, c2) of the 3-D tensor that `tensor_map` (a CUtensorMap in
+/// parameter, constant or global memory: a __grid_constant__ kernel parameter's address) describes into
+/// shared `dst` (aligned as the map's swizzle requires); the box's bytes count towards `bar`'s expected bytes.
+PAGEDATTN_DEVICE void copy_tensor_3d(void* dst, const void* tensor_map, int c0, int c1, int c2, std::uint64_t* bar)
+{
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+                   detail::shared_address(dst)),
+               "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(detail::shared_address(bar))
                : "memory");
 }
 /// Order this thread's earlier generic-proxy accesses to shared memory before later bulk copies into it

@@ -1,8 +1,11 @@
 // The shared-memory layout of the sm_90 bulk-copy stage (KvTileStageBulk), on the host: where each bulk
 // copy puts a cache block's K and V run agrees with the units the tensor-core tile reads (Layout), every
 // unit of a stage is used once, and the ldmatrix phases have the bank conflicts the header states (none
-// for K; 1, 2, 4-way for V at block 8, 16, 32).
+// for K; for V 1, 2, 4-way at block 8, 16, 32 with plain bulk copies, none with tensor copies, whose V
+// lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+#include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
+#include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
 #include "support/test_support.cuh"
 
@@ -22,13 +25,22 @@ int conflict_ways(const std::vector<int>& units)
   return worst;
 }
 
-template <int HeadDim>
+/// Where a tensor copy with this swizzle (0 or 128 bytes) puts the byte it would put at shared offset
+/// `offset` unswizzled, the offset counted from a 1024-byte boundary: 16-byte chunk bits 4..6 ^= address
+/// bits 7..9 (PTX ISA, tensor copies' swizzle modes).
+int hardware_swizzle(int offset, int swizzle_bytes)
+{
+  return swizzle_bytes == 128 ? offset ^ (((offset >> 7) & 7) << 4) : offset;
+}
+
+template <int HeadDim, bool TensorCopies>
 void check_layout()
 {
-  using Stage = pagedattn::KvTileStageBulk<__half, HeadDim, 128>;
+  using Stage = pagedattn::KvTileStageBulk<__half, HeadDim, 128, TensorCopies>;
   for (int lb = 3; lb <= 5; ++lb)
   {
-    CAPTURE(HeadDim, lb);
+    CAPTURE(HeadDim, lb, TensorCopies);
+    const int swizzle = TensorCopies ? pagedattn::detail::value_tensor_map_shape(HeadDim, 1 << lb, 1, 1).swizzle_bytes : 0;
     const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
     const typename Stage::Layout layout(lb);
     std::set<int> k_seen, v_seen;
@@ -48,7 +60,8 @@ void check_layout()
       {
         for (int u = 0; u < bs / 8; ++u)
         {
-          const int copied_to = Stage::run_first_unit(b, true, lb) + d * (bs / 8) + u;
+          // the v array starts 1024-byte aligned (KvTileStageBulk's static_assert), so its offsets are the address bits
+          const int copied_to = hardware_swizzle((Stage::run_first_unit(b, true, lb) + d * (bs / 8) + u) * 16, swizzle) / 16;
           REQUIRE(layout.v_unit(d, (b * bs) / 8 + u) == copied_to);
           v_seen.insert(copied_to);
         }
@@ -76,7 +89,7 @@ void check_layout()
       {
         std::vector<int> rows;
         for (int r = 0; r < 8; ++r) { rows.push_back(layout.v_unit(d0 + r, u)); }
-        CHECK(conflict_ways(rows) == bs / 8);
+        CHECK(conflict_ways(rows) == (TensorCopies ? 1 : bs / 8));
       }
     }
   }
@@ -86,11 +99,67 @@ void check_layout()
 
 TEST_CASE("bulk stage: copies land where the tile reads, every unit once, stated bank conflicts", "[kv_tile_stage][host]")
 {
-  check_layout<64>();
-  check_layout<80>();
-  check_layout<96>();
-  check_layout<112>();
-  check_layout<128>();
-  check_layout<192>();
-  check_layout<256>();
+  check_layout<64, false>();
+  check_layout<80, false>();
+  check_layout<96, false>();
+  check_layout<112, false>();
+  check_layout<128, false>();
+  check_layout<192, false>();
+  check_layout<256, false>();
+  check_layout<64, true>();
+  check_layout<80, true>();
+  check_layout<96, true>();
+  check_layout<112, true>();
+  check_layout<128, true>();
+  check_layout<192, true>();
+  check_layout<256, true>();
+}
+
+TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one KV head per box", "[kv_tile_stage][host]")
+{
+  for (int head : {64, 80, 96, 112, 128, 192, 256})
+  {
+    for (int bs : {8, 16, 32})
+    {
+      CAPTURE(head, bs);
+      const std::int64_t blocks = 1000;
+      const int kv_heads = 4;
+      const auto k = pagedattn::detail::key_tensor_map_shape(head, bs, blocks, kv_heads);
+      const auto v = pagedattn::detail::value_tensor_map_shape(head, bs, blocks, kv_heads);
+      for (const auto* m : {&k, &v})
+      {
+        CHECK(std::uint64_t(m->box[0]) * m->box[1] * 2 == std::uint64_t(head) * bs * 2); // a run: head x bs elements of 2 bytes
+        CHECK(m->box[2] == 1u);
+        CHECK(m->box[0] * 2 == pagedattn::tensor_copy_row_bytes); // rows of 128 bytes
+        CHECK(m->dims[0] == m->box[0]); // a box covers whole rows and planes: a run is contiguous
+        CHECK(m->dims[1] == m->box[1]);
+        CHECK(m->dims[2] == std::uint64_t(blocks) * kv_heads);
+        CHECK(m->strides[0] == m->dims[0] * 2);
+        CHECK(m->strides[1] == std::uint64_t(head) * bs * 2); // run r starts at r * head * bs elements
+        CHECK(m->strides[0] % 16 == 0); // the hardware's limits
+        CHECK(m->box[0] <= 256u);
+        CHECK(m->box[1] <= 256u);
+      }
+      CHECK(k.swizzle_bytes == 0);
+      CHECK(v.swizzle_bytes == 128);
+      CHECK(int(v.box[0]) * 2 == v.swizzle_bytes); // a swizzled box row spans the swizzle
+    }
+  }
+}
+
+TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy cannot address", "[kv_tile_stage][host]")
+{
+#if PAGEDATTN_HAS_TENSOR_MAPS
+  pagedattn::PagedAttentionParams<__half> p{};
+  p.block_size = 16;
+  p.num_kv_heads = 4;
+  p.num_blocks = std::int64_t{1} << 29; // 2^31 runs: one past the coordinate's range; checked before any driver call
+  using Sm90 = pagedattn::PagedAttentionPolicySm90;
+  CHECK(pagedattn::detail::bind_cache_tensor_maps<Sm90, 256>(p, 90) == cudaErrorInvalidValue);
+  CHECK(pagedattn::last_error_message().find("num_blocks * num_kv_heads") != std::string::npos);
+  // Code older than sm_90 copies by cp.async: no maps, nothing refused.
+  CHECK(pagedattn::detail::bind_cache_tensor_maps<Sm90, 256>(p, 80) == cudaSuccess);
+#else
+  SUCCEED("no tensor maps in this toolkit");
+#endif
 }

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <pagedattn/config.cuh>
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 
@@ -41,6 +42,12 @@ struct PagedAttentionParams {
   bool words_zeroed;
   std::size_t reset_words;
   PartitionCombineState state;
+#if PAGEDATTN_HAS_TENSOR_MAPS
+  /// The caches as 3-D tensor maps of cache-block runs, for the tensor copies of KvTileStageBulk (made by
+  /// the dispatch for a policy with KvCopy::bulk_tensor on sm_90 code: device/dispatch/decode_tensor_maps.cuh;
+  /// else zero). The kernel reads them through its __grid_constant__ parameter.
+  CUtensorMap key_map, value_map;
+#endif
 };
 
 } // namespace pagedattn

@@ -9,6 +9,13 @@
 
 namespace pagedattn {
 
+/// How the tensor-core pipeline moves K and V into shared memory (AgentPagedAttentionPolicy::kv_copy).
+enum class KvCopy {
+  cp_async,   ///< every thread issues 16-byte cp.async copies (KvTileStage; sm_80+)
+  bulk,       ///< one warp issues a cp.async.bulk per cache block's K and V run (KvTileStageBulk; sm_90 code)
+  bulk_tensor ///< the same with tensor copies (cp.async.bulk.tensor through tensor maps the dispatch makes), V swizzled
+};
+
 struct AgentPagedAttentionPolicy {
   static constexpr const char* name = "default";
   /// Threads of a thread block: 4 warps.
@@ -33,10 +40,10 @@ struct AgentPagedAttentionPolicy {
   /// Tensor-core pipeline: buffers (stages - 1 in flight) of about tile_bytes of K and V each.
   static constexpr int stages = 2;
   static constexpr int tile_bytes = 32 * 1024;
-  /// Tensor-core pipeline: move each cache block's K and V run with one bulk copy issued by one warp
-  /// (cp.async.bulk with mbarrier completion: code compiled for sm_90 only) instead of 16-byte cp.async
-  /// copies by every thread.
-  static constexpr bool bulk_copies = false;
+  /// Tensor-core pipeline: how K and V reach shared memory. The bulk kinds only in code compiled for
+  /// sm_90+ (bulk_tensor also needs a CUDA 12 toolkit's tensor maps, else bulk); the same policy's code for
+  /// an older architecture uses cp.async.
+  static constexpr KvCopy kv_copy = KvCopy::cp_async;
   /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
   static constexpr bool one_wave_combine = false;
 };

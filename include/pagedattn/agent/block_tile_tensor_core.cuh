@@ -41,7 +41,11 @@ public:
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
-  static constexpr int score_stride = tile_tokens + 8;              ///< floats per head row: conflict-free float2 reads
+  /// Floats per head row of the partial scores: conflict-free float2 reads. (+ 4 would also make the QK
+  /// stores conflict-free and fit three blocks to an SM at head 128, but the schedule model's waves count
+  /// two: 64x4096 at 32/8 heads ran 16 % slower, bench/NOTES.md session 14. Not until the model counts
+  /// the kernel's real occupancy.)
+  static constexpr int score_stride = tile_tokens + 8;
   static constexpr int p_stride = tile_tokens + 8;                  ///< elements per P row: conflict-free B reads
   static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
   static constexpr int lanes_per_head = warp_threads / heads_per_warp;

@@ -10,8 +10,12 @@
 //   V: per cache block of the tile, [HeadDim dims][bs / 8] units (the cache's [head][bs]).
 // An ldmatrix phase reads 8 rows of 16 bytes: for K, 8 consecutive tokens of one vector (128 contiguous
 // bytes, conflict-free); for V, one 8-token unit of 8 consecutive dims, which lie 2 * bs bytes apart: no
-// conflict at bs 8, two-way at bs 16, four-way at bs 32 (the fold's shared-memory time stays well under
-// the tile's memory time: bench/NOTES.md, session 13).
+// conflict at bs 8, two-way at bs 16, four-way at bs 32 with plain bulk copies. TensorCopies (copies of a
+// run seen as rows of tensor_copy_row_bytes, V's with the 128-byte swizzle) swizzle V so that every phase
+// is conflict-free: the hardware moves 16-byte chunk c of 128-byte row r of shared memory to chunk
+// c ^ (r % 8), by address bits, so unit o of the stage's v array lies at o ^ ((o >> 3) & 7) (the array
+// starts 1024-byte aligned; a run may start anywhere 128-byte aligned).
+// Tensor copies also move through the copy engine without a writer thread that racecheck tracks.
 //
 // Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
 // when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
@@ -26,7 +30,10 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int BlockThreads>
+/// The rows a tensor copy moves a run in (its box's inner dimension): 128 bytes, the 128-byte swizzle's span.
+inline constexpr int tensor_copy_row_bytes = 128;
+
+template <class T, int HeadDim, int BlockThreads, bool TensorCopies = false>
 class KvTileStageBulk {
 public:
   static constexpr int tile_tokens = 32;
@@ -38,6 +45,10 @@ public:
   static constexpr bool copies_whole_blocks = true;
   static_assert(sizeof(T) == 2, "KvTileStageBulk: 16-bit element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  // Runs are whole 128-byte rows (head x bs x 2 bytes, bs >= 8), and the v arrays start at multiples of
+  // 1024 bytes (the 128-byte swizzle's period) from a 1024-byte aligned stage array.
+  static_assert(HeadDim * 8 * 2 % tensor_copy_row_bytes == 0 && k_units * 16 % 1024 == 0 && (k_units + v_units) * 16 % 1024 == 0,
+                "KvTileStageBulk: the tensor copies' row and swizzle alignment");
 
   struct alignas(16) Storage {
     uint4 k[k_units];
@@ -57,7 +68,8 @@ public:
     PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
-      return (((unit >> log2_units) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+      const int o = ((unit >> log2_units) * HeadDim << log2_units) + (dim << log2_units) + (unit & ((1 << log2_units) - 1));
+      return TensorCopies ? o ^ ((o >> 3) & 7) : o;
     }
 
   private:
@@ -95,12 +107,21 @@ public:
     arch::sync_warp();
     if (readable)
     {
-      const T* cache = value ? p.value_cache : p.key_cache;
-      const T* src = cache + ((static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head) * HeadDim << log2_block_size);
       Storage& s = stage[block / blocks_per_stage];
       const int in_stage = block & (blocks_per_stage - 1);
       uint4* dst = (value ? s.v : s.k) + run_first_unit(in_stage, value, log2_block_size);
-      arch::copy_bulk(dst, src, run_bytes, landed);
+      const std::int64_t run = static_cast<std::int64_t>(id) * p.num_kv_heads + kv_head; // the run's index in its cache
+      if constexpr (TensorCopies)
+      {
+#if PAGEDATTN_HAS_TENSOR_MAPS
+        arch::copy_tensor_3d(dst, value ? &p.value_map : &p.key_map, 0, 0, static_cast<int>(run), landed);
+#endif
+      }
+      else
+      {
+        const T* cache = value ? p.value_cache : p.key_cache;
+        arch::copy_bulk(dst, cache + (run * HeadDim << log2_block_size), run_bytes, landed);
+      }
     }
     return live && !readable;
 #else

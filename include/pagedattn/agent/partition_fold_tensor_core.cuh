@@ -1,12 +1,14 @@
 #pragma once
 // A thread block's fold of one KV partition on tensor cores (fp16/bf16, sm_80+): a multi-stage
 // asynchronous-copy pipeline streams the partition's K and V tiles into shared memory while the block
-// folds the tile that has landed (BlockTileTensorCore). The copies are made one of two ways
-// (Policy::bulk_copies):
-//   cp.async (KvTileStage, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
-//   bulk     (KvTileStageBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a tile
-//            lands on its buffer's mbarrier. Fewer instructions issued beside the fold's (bench/NOTES.md,
-//            session 13: the probe bench_paged_read measured the difference with the fold's work in).
+// folds the tile that has landed (BlockTileTensorCore). The copies are made one of three ways
+// (Policy::kv_copy, a KvCopy):
+//   cp_async    (KvTileStage, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
+//   bulk        (KvTileStageBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a
+//               tile lands on its buffer's mbarrier. Fewer instructions issued beside the fold's
+//               (bench/NOTES.md, session 13: the probe bench_paged_read measured it with the fold's work in).
+//   bulk_tensor (KvTileStageBulk with tensor copies, sm_90): the same runs through the tensor maps of
+//               PagedAttentionParams, V swizzled.
 //
 // Pipeline (Policy::stages buffers, each of `slabs` 32-token stages; S = stages):
 //   prologue: issue tiles 0 .. S-2 (cp.async: one commit group each, empty groups keep the count uniform)
@@ -19,6 +21,7 @@
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
@@ -38,8 +41,20 @@ public:
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
   static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
-  static constexpr bool bulk_copies = Policy::bulk_copies;
-  using Stage = std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads>, KvTileStage<T, HeadDim, block_threads>>;
+  /// The policy's copies where the code being compiled has them: bulk copies in code for sm_90+, tensor
+  /// copies where the toolkit also has tensor maps (the dispatch makes them then). A policy with bulk
+  /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
+  /// every stage has the same storage, so host and device agree on the block's size.
+#if defined(PAGEDATTN_HAS_BULK_COPY)
+  static constexpr KvCopy kv_copy = Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : Policy::kv_copy;
+#else
+  static constexpr KvCopy kv_copy = KvCopy::cp_async;
+#endif
+  static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
+  using Stage = std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+                                   KvTileStage<T, HeadDim, block_threads>>;
+  static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
+                "the host sizes the block's storage with either stage");
   using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
@@ -156,8 +171,9 @@ public:
     if constexpr (bulk_copies)
     {
 #if defined(PAGEDATTN_HAS_BULK_COPY)
-      // Every copy has landed and every thread is past its last wait (the loop's last barrier), so the
-      // mbarriers may end: their storage is reused with the stages'.
+      // Every copy has landed, and every thread is past its last wait: the waits come before the last
+      // tile's Consume, whose barriers thread 0 has passed. So the mbarriers may end; their storage is
+      // reused with the stages'.
       if (threadIdx.x == 0)
       {
         for (int s = 0; s < stages; ++s) { arch::mbarrier_inval(&temp.landed[s]); }

@@ -93,6 +93,7 @@ struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
   using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T>;
+  static constexpr int head_dim = HeadDim;
   static constexpr int block_threads = Policy::block_threads;
   static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.

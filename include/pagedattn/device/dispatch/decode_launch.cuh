@@ -7,6 +7,7 @@
 // attribute) and waits for it where it first touches the look-back words.
 #include <pagedattn/device/dispatch/decode_device.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
+#include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 
 #include <cstddef>
 #include <string>
@@ -31,6 +32,7 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
   static_assert(Kernel::AgentPolicy::max_partition_tokens <= AgentDecodePlan<Kernel::block_threads>::max_candidates * 32,
                 "the device's plan considers partitions of up to max_candidates * 32 tokens");
   PAGEDATTN_RETURN_IF_ERROR(Kernel::reserve_shared_memory(device));
+  PAGEDATTN_RETURN_IF_ERROR((bind_cache_tensor_maps<typename Kernel::AgentPolicy, Kernel::head_dim>(params, device.ptx_version)));
   if (plan.init_pass) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(d_temp_storage, plan.layout, stream)); }
   const unsigned grid = static_cast<unsigned>(plan.grid);
 #if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the init pass

@@ -4,7 +4,8 @@
 // temporary storage for any lengths up to max_seq_len), pick the kernel instantiation and, with its
 // occupancy, the persistent grid, then launch the decode (after its init pass where it may need one). Each step lives in a header
 // of its own: decode_arguments.cuh (what the caller passes), decode_plan.cuh (the host-only plan),
-// decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh.
+// decode_device.cuh (device and kernel facts), kernels/decode_kernels.cuh, decode_launch.cuh (with
+// decode_tensor_maps.cuh: the caches' tensor maps, for the sm_90 tensor copies).
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/device/dispatch/decode_device.cuh>
 #include <pagedattn/device/dispatch/decode_launch.cuh>

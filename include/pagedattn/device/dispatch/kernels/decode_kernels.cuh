@@ -22,12 +22,14 @@ constexpr int decode_launch_bound()
 template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent>
 __global__ void __launch_bounds__(PolicyChain::device_policy::block_threads,
                                   (decode_launch_bound<typename PolicyChain::device_policy, HeadDim, Persistent>()))
-paged_attention_kernel(const PagedAttentionParams<T> params)
+paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<T> params)
 {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy>;
-  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (128-byte
-  // aligned: the stages at its start need it, see PartitionFoldTensorCore::TempStorage.)
-  extern __shared__ __align__(128) unsigned char paged_attention_smem[];
+  // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (Aligned
+  // to 1024 bytes: the stages at its start need 128 for their copies and ldmatrix rows, see
+  // PartitionFoldTensorCore::TempStorage, and the tensor copies' swizzle 512.) The parameters are a
+  // __grid_constant__: the tensor copies take their tensor maps' addresses.
+  extern __shared__ __align__(1024) unsigned char paged_attention_smem[];
   Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params).template Run<Persistent>();
   PAGEDATTN_TRACE_POINT(TracePoint::block_done);
 }

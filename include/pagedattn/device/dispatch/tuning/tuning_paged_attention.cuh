@@ -49,11 +49,11 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
   static constexpr bool one_wave_combine = true;
 };
 
-/// NVIDIA Hopper (sm_90): sm_80's policy with 228 KB of shared memory per SM, and bulk copies. Two 32 KB
-/// stages per block. The budget was meant for three blocks per SM, but two are resident at every head
-/// size (Nsight Compute, session 13: registers at head 256; at head 128 a block's 77 KB plus the 1 KB the
-/// SM reserves per block). min_blocks_per_sm stays 2: it sets the automatic partition count (one wave of
-/// 2 blocks per SM), and the launch bound of 3 (a 170-register cap) measured 17 % slower at 64x4096.
+/// NVIDIA Hopper (sm_90): sm_80's policy with 228 KB of shared memory per SM, and tensor copies. Two 32 KB
+/// stages per block. Two blocks share an SM at every head size (Nsight Compute: registers at head 256; at
+/// head 128 a block's 77 KB plus the 1 KB the SM reserves per block). min_blocks_per_sm = 2 sets the
+/// automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a 170-register
+/// cap) measured 17 % slower at 64x4096. (A third block at head 128, session 14: bench/NOTES.md.)
 /// Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
 struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm90";
@@ -63,10 +63,12 @@ struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   /// held across the loop, AgentDecodePlan). At head 256 both hold two blocks per SM (231 and 255
   /// registers), and a bound of three would spill 854 bytes.
   static constexpr int persistent_blocks_per_sm_to_head_128 = 3;
-  /// The cache's runs move by bulk copies (the Tensor Memory Accelerator) issued by one warp: the probe
-  /// bench_paged_read, with a fold's work per tile, streamed 97-98 % of the read bandwidth this way and
-  /// 92-95 % with cp.async by every thread (bench/NOTES.md, session 13).
-  static constexpr bool bulk_copies = true;
+  /// The cache's runs move by tensor copies (the Tensor Memory Accelerator) issued by one warp: the probe
+  /// bench_paged_read, with a fold's work per tile, streamed 97-98 % of the read bandwidth with bulk
+  /// copies and 92-95 % with cp.async by every thread (bench/NOTES.md, session 13). Tensor copies rather
+  /// than plain bulk copies: as fast (session 14), V lands swizzled (no bank conflicts), and racecheck
+  /// tracks them (it reports even a correct plain bulk-copy pipeline's writes as hazards, session 14).
+  static constexpr KvCopy kv_copy = KvCopy::bulk_tensor;
 };
 
 /// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.

@@ -1,0 +1,122 @@
+#pragma once
+// The caches as tensor maps, for the sm_90 decode's tensor copies (KvCopy::bulk_tensor, KvTileStageBulk):
+// one 3-D map per cache whose box is one cache block's run of one KV head, so that a copy's coordinates are
+// (0, 0, block_id * num_kv_heads + kv_head). Host code; the maps travel in PagedAttentionParams.
+//
+// A run (vLLM's K [head / 8][bs][8] or V [head][bs] of one block and KV head) is head x bs contiguous
+// elements; both maps see it as rows of 64 elements: dims {64, head · bs / 64, blocks · kv_heads}, box
+// {64, head · bs / 64, 1}. K is not swizzled; V is, by 128 bytes (KvTileStageBulk::Layout::v_unit).
+// The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
+#include <pagedattn/agent/agent_paged_attention.cuh>
+#include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+#include <pagedattn/util_error.cuh>
+
+#include <cstdint>
+#include <string>
+
+#if PAGEDATTN_HAS_TENSOR_MAPS
+#include <cudaTypedefs.h>
+#endif
+
+namespace pagedattn {
+namespace detail {
+
+/// One cache's tensor map, before encoding (host-testable).
+struct CacheTensorMapShape {
+  std::uint64_t dims[3];    ///< elements, innermost first
+  std::uint64_t strides[2]; ///< bytes between consecutive indices of dims 1 and 2
+  std::uint32_t box[3];     ///< elements copied per dimension (one cache block's run)
+  int swizzle_bytes;        ///< 0 (none) or 128
+};
+
+/// A cache block's run of one KV head (head x bs elements, contiguous in both caches) as rows of 64
+/// elements (128 bytes): a copy's box rows are as wide as the copy engine moves well (rows of 32 bytes,
+/// V's own, made the copies ~4 % slower, bench/NOTES.md session 14).
+inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads, int swizzle_bytes)
+{
+  const std::uint64_t runs = static_cast<std::uint64_t>(num_blocks) * static_cast<std::uint64_t>(num_kv_heads);
+  constexpr std::uint32_t row = tensor_copy_row_bytes / 2; // elements of 2 bytes
+  const std::uint32_t rows = static_cast<std::uint32_t>(head_size * block_size) / row;
+  return {{row, rows, runs}, {2ull * row, 2ull * head_size * block_size}, {row, rows, 1u}, swizzle_bytes};
+}
+
+/// K: as it lies (its shared layout is conflict-free).
+inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+{
+  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 0);
+}
+
+/// V: swizzled by 128 bytes (KvTileStageBulk::Layout::v_unit), so that its ldmatrix phases are conflict-free.
+inline CacheTensorMapShape value_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+{
+  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 128);
+}
+
+#if PAGEDATTN_HAS_TENSOR_MAPS
+/// The driver's cuTensorMapEncodeTiled, looked up once through the runtime (no link to libcuda); null
+/// where the driver has none.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
+{
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+    {
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, const CacheTensorMapShape& shape, const char* name)
+{
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!encode) { return fail(cudaErrorNotSupported, "pagedattn::Decode: the driver has no cuTensorMapEncodeTiled (the sm_90 tensor copies need it)"); }
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUtensorMapSwizzle swizzle = shape.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
+                                 element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+  {
+    return fail(cudaErrorInvalidValue, std::string("pagedattn::Decode: ") + name + " cannot be described as a tensor map (cuTensorMapEncodeTiled error " +
+                                           std::to_string(static_cast<int>(result)) + ")");
+  }
+  return cudaSuccess;
+}
+#endif
+
+/// Fill p.key_map and p.value_map when the launch's code moves K and V by tensor copies: a tensor-core
+/// policy with KvCopy::bulk_tensor, code of PTX version 9.0 or later, a toolkit with tensor maps (the
+/// same conditions as PartitionFoldTensorCore::kv_copy's on the device). launch_decode calls it, so every
+/// launch of the decode kernel has them.
+template <class Policy, int HeadDim, class T>
+cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T>& p, int ptx_version)
+{
+#if PAGEDATTN_HAS_TENSOR_MAPS
+  if constexpr (uses_tensor_cores<T, Policy> && Policy::kv_copy == KvCopy::bulk_tensor)
+  {
+    if (ptx_version < 90) { return cudaSuccess; }
+    const std::int64_t runs = p.num_blocks * p.num_kv_heads;
+    if (runs > 0x7fffffffLL) // a copy's run coordinate is a 32-bit signed integer
+    {
+      return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(runs) +
+                                             ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
+    }
+    PAGEDATTN_RETURN_IF_ERROR(
+        encode_cache_tensor_map(p.key_map, p.key_cache, key_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "key_cache"));
+    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache,
+                                                      value_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "value_cache"));
+  }
+#else
+  (void)p;
+  (void)ptx_version;
+#endif
+  return cudaSuccess;
+}
+
+} // namespace detail
+} // namespace pagedattn
