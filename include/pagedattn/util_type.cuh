@@ -1,8 +1,9 @@
 #pragma once
-// Element types of the query, caches and output (fp16, bf16, fp32), their conversions to fp32 and the
-// 16-byte vector that a cache load moves (vLLM's x = 16 bytes / element size). bf16 only where the
-// toolkit has it (PAGEDATTN_HAS_BF16, config.cuh).
+// Element types of the query, caches and output (fp16, bf16, fp32; the caches also fp8, util_fp8.cuh),
+// their conversions to fp32 and the 16-byte vector that a cache load moves (vLLM's x = 16 bytes / element
+// size). bf16 only where the toolkit has it (PAGEDATTN_HAS_BF16, config.cuh).
 #include <pagedattn/config.cuh>
+#include <pagedattn/util_fp8.cuh>
 
 #include <cuda_fp16.h>
 #if PAGEDATTN_HAS_BF16
@@ -39,6 +40,13 @@ struct ElementTraits<float> {
   static PAGEDATTN_HOST_DEVICE float from_float(float v) { return v; }
 };
 
+/// An fp8 cache element (read only: caches are never written).
+template <Fp8Format Format>
+struct ElementTraits<Fp8Storage<Format>> {
+  static constexpr const char* name = Format == Fp8Format::e4m3 ? "fp8_e4m3" : "fp8_e5m2";
+  static PAGEDATTN_HOST_DEVICE float to_float(Fp8Storage<Format> v) { return fp8_to_float<Format>(v.bits); }
+};
+
 /// Elements in one 16-byte vector: vLLM's key-cache packing factor x.
 template <class T>
 inline constexpr int elements_per_vector = 16 / static_cast<int>(sizeof(T));
@@ -51,6 +59,31 @@ PAGEDATTN_DEVICE void load_vector_as_float(const T* ptr, float (&out)[elements_p
   const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
   for (int i = 0; i < elements_per_vector<T>; ++i) { out[i] = ElementTraits<T>::to_float(e[i]); }
+}
+
+/// Load the 8 consecutive elements at ptr (aligned to their size: 8 bytes for fp8, 16 for fp16 and
+/// bf16, 32 for fp32) and widen to fp32: an 8-token row of a V cache block.
+template <class T>
+PAGEDATTN_DEVICE void load_eight_as_float(const T* ptr, float (&out)[8])
+{
+  if constexpr (sizeof(T) == 1)
+  {
+    const uint2 raw = *reinterpret_cast<const uint2*>(ptr);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) { out[i] = ElementTraits<T>::to_float(e[i]); }
+  }
+  else
+  {
+#pragma unroll
+    for (int l = 0; l < 8 / elements_per_vector<T>; ++l)
+    {
+      float part[elements_per_vector<T>];
+      load_vector_as_float(ptr + l * elements_per_vector<T>, part);
+#pragma unroll
+      for (int e = 0; e < elements_per_vector<T>; ++e) { out[l * elements_per_vector<T> + e] = part[e]; }
+    }
+  }
 }
 
 } // namespace pagedattn

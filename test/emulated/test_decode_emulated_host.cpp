@@ -166,22 +166,34 @@ struct RunResult {
   double seconds;
 };
 
+/// A launch's inputs: the query and the caches in their element types, and an fp8 cache's scales.
+template <class T, class KvT>
+struct Inputs {
+  std::vector<T> query;
+  std::vector<KvT> key, value;
+  std::vector<float> k_scale, v_scale;
+  std::int64_t scale_head_stride = 0;
+};
+
 /// Plan on the host as dispatch_paged_attention does, then the init pass and the decode (whose blocks plan
 /// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
 /// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
 /// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
-template <class Policy, int HeadDim = 64>
-RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0,
-                       bool persistent = true)
+template <class Policy, int HeadDim, class T, class KvT>
+RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_blocks, int sm_count, unsigned chaos_seed = 0,
+                       int stall_milliseconds = 0, bool persistent = true)
 {
   const Shape& s = prob.shape;
-  std::vector<float> output(prob.query.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<T> output(prob.query.size(), ElementTraits<T>::from_float(std::numeric_limits<float>::quiet_NaN()));
   unsigned error_count = 0;
-  DecodeArguments<float> a;
+  DecodeArguments<T, KvT> a;
   a.output = output.data();
-  a.query = prob.query.data();
-  a.key_cache = prob.key.data();
-  a.value_cache = prob.value.data();
+  a.query = in.query.data();
+  a.key_cache = in.key.data();
+  a.value_cache = in.value.data();
+  a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
+  a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
+  a.scale_head_stride = in.scale_head_stride;
   a.num_blocks = prob.num_blocks;
   a.block_tables = prob.block_tables.data();
   a.max_blocks_per_seq = prob.max_blocks_per_seq;
@@ -197,7 +209,7 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
   a.error_count = &error_count;
   a.partition_tokens = s.partition_tokens;
 
-  REQUIRE((detail::validate_arguments<float, SupportedHeadDims>(a)) == cudaSuccess);
+  REQUIRE((detail::validate_arguments<T, SupportedHeadDims>(a)) == cudaSuccess);
   REQUIRE((detail::validate_partition_tokens<Policy>(a)) == cudaSuccess);
   detail::DecodePlan plan = detail::make_plan<Policy>(a, sm_count);
   REQUIRE(detail::validate_plan(plan) == cudaSuccess);
@@ -217,7 +229,7 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     init_launch.chaos_seed = chaos_seed;
     emu::launch_kernel(init_launch, detail::reset_partition_state_kernel<unsigned>, static_cast<unsigned*>(temp),
                        plan.layout.reset_bytes / sizeof(unsigned));
-    const PagedAttentionParams<float> params = detail::make_params(a, plan, temp);
+    const PagedAttentionParams<T, KvT> params = detail::make_params(a, plan, temp);
     // The plan every block makes, from the host reference (its items name the tickets to stall).
     const test::HostPlan reference = test::plan_on_host(s.seq_lens, plan.segments_per_seq, a.max_seq_len,
                                                         static_cast<long long>(a.max_blocks_per_seq) * a.block_size, plan.model,
@@ -246,17 +258,89 @@ RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsig
     constexpr bool P = decltype(persistent_tag)::value;
     switch (plan.head_split.max_heads)
     {
-    case 1: run(detail::DecodeKernel<float, HeadDim, 1, Chain, Policy, P>{}); break;
-    case 4: run(detail::DecodeKernel<float, HeadDim, 4, Chain, Policy, P>{}); break;
-    default: run(detail::DecodeKernel<float, HeadDim, 8, Chain, Policy, P>{}); break;
+    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT>{}); break;
+    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT>{}); break;
+    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT>{}); break;
     }
   };
   if (persistent) { run_heads(std::true_type{}); }
   else { run_heads(std::false_type{}); }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.output = std::move(output);
+  result.output.resize(output.size());
+  for (std::size_t i = 0; i < output.size(); ++i) { result.output[i] = ElementTraits<T>::to_float(output[i]); }
   result.errors = error_count;
   return result;
+}
+
+/// The fp32 launch of the problem as it is.
+template <class Policy, int HeadDim = 64>
+RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0,
+                       bool persistent = true)
+{
+  const Inputs<float, float> in{prob.query, prob.key, prob.value, {}, {}, 0};
+  return run_emulated<Policy, HeadDim>(prob, in, grid_blocks, sm_count, chaos_seed, stall_milliseconds, persistent);
+}
+
+/// An fp8 cache for the problem's tokens: every element a random byte of the format below 2 in magnitude
+/// (zeros and subnormals included), the format's NaN byte where no token lives; fp16 queries; scales per
+/// KV head (scale_head_stride 1) or one for all (0). Returns the inputs, and the problem that the fp64
+/// reference sees: the same bytes dequantized as float(fp8) * scale, the queries rounded to fp16.
+template <Fp8Format Format>
+std::pair<Inputs<__half, Fp8Storage<Format>>, Problem> fp8_problem(const Problem& base, std::int64_t scale_head_stride, std::uint64_t seed)
+{
+  using KvT = Fp8Storage<Format>;
+  const Shape& s = base.shape;
+  std::mt19937_64 rng(seed);
+  Inputs<__half, KvT> in;
+  Problem ref = base;
+  for (std::size_t i = 0; i < base.query.size(); ++i)
+  {
+    in.query.push_back(__float2half_rn(base.query[i]));
+    ref.query[i] = __half2float(in.query.back());
+  }
+  for (int h = 0; h < s.num_kv_heads; ++h)
+  {
+    in.k_scale.push_back(scale_head_stride ? 0.5f + h : 0.75f); // differ per head when they are per head
+    in.v_scale.push_back(scale_head_stride ? 2.f - 0.75f * h : 1.25f);
+  }
+  in.scale_head_stride = scale_head_stride;
+  const auto random_byte = [&] {
+    const unsigned sign = rng() & 1u, mantissa_bits = Format == Fp8Format::e4m3 ? 3 : 2;
+    const unsigned exponent = rng() % (Format == Fp8Format::e4m3 ? 8 : 16); // below 2: exponent <= bias
+    return KvT{static_cast<std::uint8_t>(sign << 7 | exponent << mantissa_bits | (rng() & ((1u << mantissa_bits) - 1)))};
+  };
+  const KvT nan_byte{0x7f};
+  const std::size_t cache = base.key.size();
+  in.key.assign(cache, nan_byte);
+  in.value.assign(cache, nan_byte);
+  constexpr int fx = elements_per_vector<float>, bx = elements_per_vector<KvT>; // the two key layouts' x
+  for (std::int64_t b = 0; b < base.num_blocks; ++b)
+  {
+    for (int h = 0; h < s.num_kv_heads; ++h)
+    {
+      const std::size_t run = std::size_t(b) * s.num_kv_heads + h;
+      for (int d = 0; d < s.head_size; ++d)
+      {
+        for (int t = 0; t < s.block_size; ++t)
+        {
+          const std::size_t kf = ((run * (s.head_size / fx) + d / fx) * s.block_size + t) * fx + d % fx;
+          const std::size_t kb = ((run * (s.head_size / bx) + d / bx) * s.block_size + t) * bx + d % bx;
+          const std::size_t v = (run * s.head_size + d) * s.block_size + t;
+          if (!std::isnan(base.key[kf]))
+          {
+            in.key[kb] = random_byte();
+            ref.key[kf] = fp8_to_float<Format>(in.key[kb].bits) * in.k_scale[h * scale_head_stride];
+          }
+          if (!std::isnan(base.value[v]))
+          {
+            in.value[v] = random_byte();
+            ref.value[v] = fp8_to_float<Format>(in.value[v].bits) * in.v_scale[h * scale_head_stride];
+          }
+        }
+      }
+    }
+  }
+  return {std::move(in), std::move(ref)};
 }
 
 /// Relative L2 error of the output against the fp64 reference, over every (sequence, head) of the sequences
@@ -378,6 +462,112 @@ TEST_CASE("decode, emulated on the host: the BI-V100 policy's CUDA-core decode",
   const double err = relative_error(prob, r.output);
   WARN("BI-V100 policy (" << warp_threads << "-lane warps): relative L2 error " << err << ", " << r.seconds << " s emulated");
   REQUIRE(err < 1e-4);
+}
+
+TEST_CASE("decode, emulated on the host: fp8 caches (e4m3, e5m2) with fp16 queries, scales per KV head or shared",
+          "[decode][emulated][host][fp8]")
+{
+  const std::int64_t stride = GENERATE(0, 1);
+  const int block_size = GENERATE(8, 16);
+  Shape shape{{37, 0, 300, 1000}, 8, 2, 64, block_size}; // 4 query heads per KV head
+  shape.partition_tokens = 64;
+  shape.alibi = stride == 1;
+  const Problem base(shape, 20261202 + block_size + stride);
+  INFO("scale_head_stride " << stride << ", block size " << block_size);
+  {
+    const auto [in, ref] = fp8_problem<Fp8Format::e4m3>(base, stride, 11 + block_size);
+    const RunResult r = run_emulated<EmulatedPolicy, 64>(ref, in, 3, 2);
+    REQUIRE(r.errors == 0u);
+    const double err = relative_error(ref, r.output);
+    WARN("fp16/fp8_e4m3: relative L2 error " << err);
+    REQUIRE(err < 2e-3); // the fp16 output's rounding (2^-11) dominates
+  }
+  {
+    const auto [in, ref] = fp8_problem<Fp8Format::e5m2>(base, stride, 13 + block_size);
+    const RunResult r = run_emulated<EmulatedPolicy, 64>(ref, in, 3, 2);
+    REQUIRE(r.errors == 0u);
+    const double err = relative_error(ref, r.output);
+    WARN("fp16/fp8_e5m2: relative L2 error " << err);
+    REQUIRE(err < 2e-3);
+  }
+}
+
+TEST_CASE("decode, emulated on the host: an fp8 cache on the BI-V100 policy", "[decode][emulated][host][biv100][fp8]")
+{
+  Shape shape{{37, 0, 300, 1000}, 8, 2, 64, 16};
+  shape.partition_tokens = 64;
+  const Problem base(shape, 17);
+  const auto [in, ref] = fp8_problem<Fp8Format::e4m3>(base, 1, 19);
+  const RunResult r = run_emulated<PagedAttentionPolicyBIV100, 64>(ref, in, 3, 2);
+  REQUIRE(r.errors == 0u);
+  const double err = relative_error(ref, r.output);
+  WARN("BI-V100 policy (" << warp_threads << "-lane warps), fp16/fp8_e4m3: relative L2 error " << err);
+  REQUIRE(err < 2e-3);
+}
+
+TEST_CASE("decode, emulated on the host: fp8 arguments that cannot work are refused, named", "[decode][emulated][host][fp8]")
+{
+  Shape shape{{37, 300}, 8, 2, 64, 16};
+  const Problem base(shape, 23);
+  auto [in, ref] = fp8_problem<Fp8Format::e4m3>(base, 1, 29);
+  std::vector<__half> output(base.query.size());
+  DecodeArguments<__half, fp8_e4m3> a;
+  a.output = output.data();
+  a.query = in.query.data();
+  a.key_cache = in.key.data();
+  a.value_cache = in.value.data();
+  a.num_blocks = base.num_blocks;
+  a.block_tables = base.block_tables.data();
+  a.max_blocks_per_seq = base.max_blocks_per_seq;
+  a.seq_lens = shape.seq_lens.data();
+  a.num_seqs = base.num_seqs;
+  a.max_seq_len = base.max_seq_len;
+  a.num_heads = shape.num_heads;
+  a.num_kv_heads = shape.num_kv_heads;
+  a.head_size = shape.head_size;
+  a.block_size = shape.block_size;
+  a.scale = base.scale;
+  a.k_scale = in.k_scale.data();
+  a.v_scale = in.v_scale.data();
+  a.scale_head_stride = 1;
+  REQUIRE((detail::validate_arguments<__half, SupportedHeadDims>(a)) == cudaSuccess);
+  auto refused = [&](DecodeArguments<__half, fp8_e4m3> bad, const char* named) {
+    CHECK((detail::validate_arguments<__half, SupportedHeadDims>(bad)) == cudaErrorInvalidValue);
+    CHECK(last_error_message().find(named) != std::string::npos);
+  };
+  auto no_k_scale = a;
+  no_k_scale.k_scale = nullptr;
+  refused(no_k_scale, "k_scale is null");
+  auto no_v_scale = a;
+  no_v_scale.v_scale = nullptr;
+  refused(no_v_scale, "v_scale is null");
+  auto negative = a;
+  negative.scale_head_stride = -1;
+  refused(negative, "scale_head_stride");
+
+  // fp8 with fp32 queries, and scales given for a cache that is not fp8.
+  DecodeArguments<float, fp8_e4m3> fp32_queries;
+  fp32_queries.num_heads = 8;
+  fp32_queries.num_kv_heads = 2;
+  fp32_queries.head_size = 64;
+  fp32_queries.block_size = 16;
+  fp32_queries.max_blocks_per_seq = 1;
+  fp32_queries.num_blocks = 1;
+  fp32_queries.scale = 1.f;
+  CHECK((detail::validate_arguments<float, SupportedHeadDims>(fp32_queries)) == cudaErrorInvalidValue);
+  CHECK(last_error_message().find("fp8_e4m3 need fp16 or bf16 queries, not fp32") != std::string::npos);
+  DecodeArguments<float> scaled_fp32 = {};
+  scaled_fp32.num_heads = 8;
+  scaled_fp32.num_kv_heads = 2;
+  scaled_fp32.head_size = 64;
+  scaled_fp32.block_size = 16;
+  scaled_fp32.max_blocks_per_seq = 1;
+  scaled_fp32.num_blocks = 1;
+  scaled_fp32.scale = 1.f;
+  const float one = 1.f;
+  scaled_fp32.k_scale = &one;
+  CHECK((detail::validate_arguments<float, SupportedHeadDims>(scaled_fp32)) == cudaErrorInvalidValue);
+  CHECK(last_error_message().find("k_scale and v_scale apply to fp8 caches only") != std::string::npos);
 }
 
 TEST_CASE("decode, emulated on the host: the look-back under perturbed schedules gives the same bits", "[decode][emulated][host][chaos]")

@@ -29,18 +29,19 @@ namespace pagedattn {
 namespace detail {
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
-/// Whether a policy's decode runs on tensor cores for element type T (16-bit types, 32-lane warps).
-template <class T, class Policy>
-inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32;
+/// Whether a policy's decode runs on tensor cores for query type T and cache type KvT (16-bit types, the
+/// cache's the same as the query's: fp8 caches take the CUDA-core fold for now; 32-lane warps).
+template <class T, class Policy, class KvT = T>
+inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && std::is_same_v<KvT, T> && warp_threads == 32;
 } // namespace detail
 
-/// Policy: an AgentPagedAttentionPolicy (or a struct derived from it).
-template <class T, int HeadDim, int MaxHeads, class Policy>
+/// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
-  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy>, PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy>>;
+  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>, PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy>,
+                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;
@@ -91,7 +92,7 @@ public:
   };
   using TempStorage = std::conditional_t<Fold::partial_after_storage, AliasedStorage, SeparateStorage>;
 
-  PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T>& p) : temp_(temp), p_(p) {}
+  PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T, KvT>& p) : temp_(temp), p_(p) {}
 
   /// The block's share of the launch. Every block plans the launch from the lengths (AgentDecodePlan: the
   /// same plan in every block), then takes its work items:
@@ -337,7 +338,7 @@ private:
   }
 
   TempStorage& temp_;
-  const PagedAttentionParams<T>& p_;
+  const PagedAttentionParams<T, KvT>& p_;
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).

@@ -10,12 +10,16 @@
 namespace pagedattn {
 
 /// Everything a decode launch needs, resolved by the dispatch (device pointers, strides in elements).
-template <class T>
+/// T: query and output; KvT: the caches' elements (T, or an fp8 format with the scales below).
+template <class T, class KvT = T>
 struct PagedAttentionParams {
   const T* query;
   std::int64_t query_seq_stride, query_head_stride;
-  const T* key_cache;   ///< [num_blocks][num_kv_heads][head_size / x][block_size][x]
-  const T* value_cache; ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const KvT* key_cache;   ///< [num_blocks][num_kv_heads][head_size / x][block_size][x]
+  const KvT* value_cache; ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const float* k_scale;   ///< fp8 caches: K's and V's scales of KV head h at [h * scale_head_stride]; else null
+  const float* v_scale;
+  std::int64_t scale_head_stride;
   std::int64_t num_blocks;
   const int* block_tables; ///< [num_seqs][max_blocks_per_seq]
   int max_blocks_per_seq;

@@ -11,12 +11,12 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
 class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 
@@ -33,12 +33,12 @@ public:
   };
 
   /// Nothing to stage: the warp tiles read the block table as they go.
-  static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T>&, int, int, int) {}
+  static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T, KvT>&, int, int, int) {}
 
   /// Block-wide. Writes the block's partial of each head h < work.heads to stats[2h], stats[2h + 1]
   /// (max score, exp sum) and values[h * HeadDim + d]; returns true (in every thread) if a live token's
   /// block id lay outside the cache (that tile was skipped, never read).
-  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
+  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, float* stats,
                                    float* values)
   {
     if (threadIdx.x == 0) { temp.invalid = 0; }

@@ -7,8 +7,12 @@
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
 //   softmax: the tile's scores per head, relative to the tile maximum (WarpReduceShfl max and sum),
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
-//   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens per
-//       16 bytes for fp16) once for all heads.
+//   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
+//       for fp16) once for all heads.
+// An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
+// where they cost least: K's into the queries (one multiply per query element per partition), V's into
+// the softmax weights the PV products use (one per token and head; the exp sums stay unscaled), so that
+// the output is sum(w * v_scale * v) / sum(w). vLLM's fp8 key layout has x = 16 (16 / sizeof(KvT)).
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/util_type.cuh>
@@ -17,17 +21,16 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, int Warps, class Policy>
+template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T>
 class WarpTileCudaCore {
 public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
   static constexpr int max_heads = MaxHeads;
-  static constexpr int x = elements_per_vector<T>;
+  static constexpr int x = elements_per_vector<KvT>;
   static constexpr int key_vectors = HeadDim / x;   ///< 16-byte vectors of one key
   static constexpr int v_vectors = tile_tokens / 8; ///< 8-token V vectors per tile (8 = smallest block)
-  static constexpr int v_loads = 8 / x;             ///< 16-byte loads per 8-token V vector (1 or 2)
   using Partial = WarpAttentionPartial<HeadDim>;
-  static_assert(8 % x == 0, "an 8-token V vector is a whole number of 16-byte loads");
+  static_assert(HeadDim % x == 0, "a key is a whole number of 16-byte vectors");
 
   /// Block-wide: the group's queries, pre-scaled, fp32.
   struct SharedStorage {
@@ -39,21 +42,35 @@ public:
   };
 
   /// Block-wide: queries to shared memory. The caller syncs before the first Consume().
-  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T>& p, int seq, int first_head,
+  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, int seq, int first_head,
                                            int heads, int block_threads)
   {
+    const float scale = p.scale * key_scale(p, first_head / p.gqa_ratio); // a block's heads share a KV head
     for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
     {
       const int g = i / HeadDim, d = i % HeadDim;
       shared.query[g][d] =
-          g < heads ? ElementTraits<T>::to_float(p.query[seq * p.query_seq_stride + (first_head + g) * p.query_head_stride + d]) * p.scale
+          g < heads ? ElementTraits<T>::to_float(p.query[seq * p.query_seq_stride + (first_head + g) * p.query_head_stride + d]) * scale
                     : 0.f;
     }
   }
 
-  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T>& p, int /*seq*/,
-                                   int /*first_head*/, int /*heads*/)
-      : shared_(shared), loop_(loop), p_(p)
+  /// K's dequantization scale of a KV head: 1 unless the cache is fp8.
+  static PAGEDATTN_DEVICE float key_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
+  {
+    if constexpr (is_fp8<KvT>) { return p.k_scale[kv_head * p.scale_head_stride]; }
+    else { return 1.f; }
+  }
+  /// V's, likewise.
+  static PAGEDATTN_DEVICE float value_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
+  {
+    if constexpr (is_fp8<KvT>) { return p.v_scale[kv_head * p.scale_head_stride]; }
+    else { return 1.f; }
+  }
+
+  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p, int /*seq*/,
+                                   int first_head, int /*heads*/)
+      : shared_(shared), loop_(loop), p_(p), value_scale_(value_scale(p, first_head / p.gqa_ratio))
   {
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }
@@ -74,7 +91,7 @@ public:
     for (int g = 0; g < MaxHeads; ++g) { score[g] = 0.f; }
     if (live)
     {
-      const T* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
+      const KvT* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
 #pragma unroll(Policy::key_vectors_in_flight)
       for (int ch = 0; ch < key_vectors; ++ch)
       {
@@ -113,12 +130,13 @@ public:
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
         const float e = live ? expf(s - tile_max) : 0.f;
         const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
-        loop_.weights[warp][g][lane] = beta * e;
+        if constexpr (is_fp8<KvT>) { loop_.weights[warp][g][lane] = beta * e * value_scale_; } // (the exp sum stays unscaled)
+        else { loop_.weights[warp][g][lane] = beta * e; }
       }
     }
     arch::sync_warp();
 
-    // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per 16 bytes (fp16).
+    // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per load.
 #pragma unroll
     for (int j = 0; j < v_vectors; ++j)
     {
@@ -126,7 +144,7 @@ public:
       const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
       if (vpos >= c.end_token) { break; }                        // uniform
       const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
-      const T* v = p_.value_cache + (static_cast<std::int64_t>(vblock) * p_.num_kv_heads + c.kv_head) * head_elems + vpos % p_.block_size;
+      const KvT* v = p_.value_cache + (static_cast<std::int64_t>(vblock) * p_.num_kv_heads + c.kv_head) * head_elems + vpos % p_.block_size;
 #pragma unroll
       for (int i = 0; i < Partial::items_per_lane; ++i)
       {
@@ -134,14 +152,7 @@ public:
         if (d < HeadDim)
         {
           float vf[8];
-#pragma unroll
-          for (int l = 0; l < v_loads; ++l)
-          {
-            float part[x];
-            load_vector_as_float(v + static_cast<std::int64_t>(d) * p_.block_size + l * x, part);
-#pragma unroll
-            for (int e = 0; e < x; ++e) { vf[l * x + e] = part[e]; }
-          }
+          load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf);
           if (valid < 8)
           {
 #pragma unroll
@@ -179,7 +190,8 @@ public:
 private:
   const SharedStorage& shared_;
   LoopStorage& loop_;
-  const PagedAttentionParams<T>& p_;
+  const PagedAttentionParams<T, KvT>& p_;
+  const float value_scale_; ///< V's dequantization scale (1 unless the cache is fp8)
   Partial partial_[MaxHeads];
 };
 

@@ -1,91 +1,19 @@
 #pragma once
-// Thread level: the two fp8 formats of an fp8 KV cache (issue 17), decoded in software from the stored
-// byte. One definition for every path: the tensor-core fold, the CUDA-core fold and BI-V100, whose SDK has
-// no <cuda_fp8.h> and no fp8 hardware. vLLM stores a value x as fp8(x / scale) and reads it back as
-// float(fp8) * scale; this header is the float(fp8) half of that, bit-exact to <cuda_fp8.h>'s
-// conversions (the host test compares all 256 bytes of both formats).
+// Thread level: four fp8 cache elements at a time into pairs of fp16 or bf16, the tensor-core fold's mma
+// operands (the formats and their scalar decode: util_fp8.cuh).
 //
-//   e4m3 (OCP E4M3FN, vLLM's "fp8" / "fp8_e4m3"): 1 sign, 4 exponent bits (bias 7), 3 mantissa bits;
-//        no infinities; S.1111.111 is NaN; largest finite 448, smallest subnormal 2^-9.
-//   e5m2 (vLLM's "fp8_e5m2"): 1 sign, 5 exponent bits (bias 15), 2 mantissa bits, the top byte of an
-//        IEEE half: exponent 31 is infinity (mantissa 0) or NaN; largest finite 57344, smallest
-//        subnormal 2^-16.
-// A NaN byte decodes to a NaN of the byte's sign; an e5m2 infinity to an infinity (what a cache holding
-// one then gives is the decode's documented result for non-finite values, not this header's concern).
+// Every fp8 value of both formats is exact in fp16 and in bf16, so these are bit-exact to fp8_to_float
+// (NaN to a NaN of the byte's sign, e5m2's infinities to infinities). Integer work per pair: the bytes go
+// to the top of 16-bit lanes, the exponent and mantissa move into T's fields (T's exponent bias is larger,
+// so the lanes read as the value times 2^-(bias difference), normal or subnormal alike), one multiply by
+// 2^(bias difference) restores them, and the format's special bytes are patched in.
+#include <pagedattn/util_fp8.cuh>
 #include <pagedattn/util_type.cuh>
 
 #include <cstdint>
 #include <type_traits>
 
 namespace pagedattn {
-
-/// The element format of an fp8 cache.
-enum class Fp8Format { e4m3, e5m2 };
-
-namespace detail {
-
-/// The float whose bits are `bits` (a memcpy-free bit cast that compiles on host and device).
-PAGEDATTN_HOST_DEVICE float float_from_bits(std::uint32_t bits)
-{
-  union {
-    std::uint32_t u;
-    float f;
-  } v{bits};
-  return v.f;
-}
-
-/// Decode a byte of 1 sign, ExponentBits exponent bits (bias 2^(ExponentBits-1) - 1) and MantissaBits
-/// mantissa bits; the caller handles the format's special values (all-ones exponent).
-template <int ExponentBits, int MantissaBits>
-PAGEDATTN_HOST_DEVICE float fp8_finite_to_float(std::uint8_t byte)
-{
-  constexpr int bias = (1 << (ExponentBits - 1)) - 1;
-  const std::uint32_t sign = static_cast<std::uint32_t>(byte >> 7) << 31;
-  const int exponent = (byte >> MantissaBits) & ((1 << ExponentBits) - 1);
-  const std::uint32_t mantissa = byte & ((1u << MantissaBits) - 1);
-  if (exponent == 0) // zero or subnormal: mantissa * 2^(1 - bias - MantissaBits), exact in float
-  {
-    constexpr float unit = 1.f / static_cast<float>(1u << (bias - 1 + MantissaBits)); // 2^(1 - bias - MantissaBits)
-    const float magnitude = static_cast<float>(mantissa) * unit;
-    return sign ? -magnitude : magnitude; // (-0 for the byte 0x80)
-  }
-  return float_from_bits(sign | static_cast<std::uint32_t>(exponent - bias + 127) << 23 | mantissa << (23 - MantissaBits));
-}
-
-} // namespace detail
-
-/// float of an e4m3 (E4M3FN) byte.
-PAGEDATTN_HOST_DEVICE float fp8_e4m3_to_float(std::uint8_t byte)
-{
-  if ((byte & 0x7f) == 0x7f) { return detail::float_from_bits((static_cast<std::uint32_t>(byte >> 7) << 31) | 0x7fc00000u); }
-  return detail::fp8_finite_to_float<4, 3>(byte);
-}
-
-/// float of an e5m2 byte.
-PAGEDATTN_HOST_DEVICE float fp8_e5m2_to_float(std::uint8_t byte)
-{
-  if ((byte & 0x7c) == 0x7c) // exponent 31: infinity (mantissa 0) or NaN
-  {
-    const std::uint32_t sign = static_cast<std::uint32_t>(byte >> 7) << 31;
-    return detail::float_from_bits(sign | ((byte & 0x03) == 0 ? 0x7f800000u : 0x7fc00000u));
-  }
-  return detail::fp8_finite_to_float<5, 2>(byte);
-}
-
-/// float of a byte of the given format.
-template <Fp8Format Format>
-PAGEDATTN_HOST_DEVICE float fp8_to_float(std::uint8_t byte)
-{
-  if constexpr (Format == Fp8Format::e4m3) { return fp8_e4m3_to_float(byte); }
-  else { return fp8_e5m2_to_float(byte); }
-}
-
-// ---- Four at a time, into pairs of fp16 or bf16 (the tensor-core fold's mma operands) ----------------------
-// Every fp8 value of both formats is exact in fp16 and in bf16, so these are bit-exact to fp8_to_float
-// (NaN to a NaN of the byte's sign, e5m2's infinities to infinities). Integer work per pair: the bytes go
-// to the top of 16-bit lanes, the exponent and mantissa move into T's fields (T's exponent bias is larger,
-// so the lanes read as the value times 2^-(bias difference), normal or subnormal alike), one multiply by
-// 2^(bias difference) restores them, and the format's special bytes are patched in.
 
 namespace detail {
 

@@ -8,7 +8,10 @@
 namespace pagedattn {
 
 /// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
-template <class T>
+/// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or, with fp16 or bf16
+/// queries, an fp8 format (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as
+/// float(fp8) * scale with the scales below.
+template <class T, class KvT = T>
 struct DecodeArguments {
   T* output = nullptr;                 ///< [num_seqs][num_heads][head_size] (strides below)
   std::int64_t output_seq_stride = 0;  ///< 0: num_heads * head_size
@@ -16,8 +19,11 @@ struct DecodeArguments {
   const T* query = nullptr;            ///< [num_seqs][num_heads][head_size]
   std::int64_t query_seq_stride = 0;   ///< 0: num_heads * head_size
   std::int64_t query_head_stride = 0;  ///< 0: head_size
-  const T* key_cache = nullptr;        ///< [num_blocks][num_kv_heads][head_size / x][block_size][x], x = 16 / sizeof(T)
-  const T* value_cache = nullptr;      ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const KvT* key_cache = nullptr;      ///< [num_blocks][num_kv_heads][head_size / x][block_size][x], x = 16 / sizeof(KvT)
+  const KvT* value_cache = nullptr;    ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const float* k_scale = nullptr;      ///< fp8 caches only (and then required): K's scale of KV head h at
+  const float* v_scale = nullptr;      ///< k_scale[h * scale_head_stride] (likewise V's), read by the kernel
+  std::int64_t scale_head_stride = 0;  ///< 0: one scale for every KV head; 1: one per KV head
   std::int64_t num_blocks = 0;         ///< cache blocks (bounds for block table entries)
   const int* block_tables = nullptr;   ///< [num_seqs][max_blocks_per_seq]
   int max_blocks_per_seq = 0;

@@ -12,15 +12,18 @@ namespace pagedattn {
 namespace detail {
 
 /// The kernel's parameters: the arguments resolved (default strides), the plan, the temporary storage.
-template <class T>
-PagedAttentionParams<T> make_params(const DecodeArguments<T>& a, const DecodePlan& plan, void* d_temp_storage)
+template <class T, class KvT>
+PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT>& a, const DecodePlan& plan, void* d_temp_storage)
 {
-  PagedAttentionParams<T> p{};
+  PagedAttentionParams<T, KvT> p{};
   p.query = a.query;
   p.query_seq_stride = a.query_seq_stride ? a.query_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
   p.key_cache = a.key_cache;
   p.value_cache = a.value_cache;
+  p.k_scale = a.k_scale;
+  p.v_scale = a.v_scale;
+  p.scale_head_stride = a.scale_head_stride;
   p.num_blocks = a.num_blocks;
   p.block_tables = a.block_tables;
   p.max_blocks_per_seq = a.max_blocks_per_seq;

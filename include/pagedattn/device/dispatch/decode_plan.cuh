@@ -8,6 +8,7 @@
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_error.cuh>
+#include <pagedattn/util_type.cuh>
 
 #include <cmath>
 #include <cstddef>
@@ -46,8 +47,8 @@ inline HeadSplit head_split(int gqa_ratio)
 }
 
 /// Host-side checks; every failure names the argument.
-template <class T, class HeadDims>
-cudaError_t validate_arguments(const DecodeArguments<T>& a)
+template <class T, class HeadDims, class KvT>
+cudaError_t validate_arguments(const DecodeArguments<T, KvT>& a)
 {
   auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
   if (a.num_seqs < 0) { return bad("num_seqs must be >= 0, got " + std::to_string(a.num_seqs)); }
@@ -71,6 +72,19 @@ cudaError_t validate_arguments(const DecodeArguments<T>& a)
   }
   if (!(a.scale == a.scale) || a.scale == INFINITY || a.scale == -INFINITY) { return bad("scale must be finite"); }
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
+  if constexpr (is_fp8<KvT>)
+  {
+    if (sizeof(T) != 2)
+    {
+      return bad(std::string("key_cache and value_cache of ") + ElementTraits<KvT>::name + " need fp16 or bf16 queries, not " +
+                 ElementTraits<T>::name);
+    }
+    if (a.scale_head_stride < 0) { return bad("scale_head_stride must be >= 0, got " + std::to_string(a.scale_head_stride)); }
+  }
+  else
+  {
+    if (a.k_scale || a.v_scale) { return bad(std::string("k_scale and v_scale apply to fp8 caches only; this cache is ") + ElementTraits<KvT>::name); }
+  }
   if (a.num_seqs == 0) { return cudaSuccess; }
   if (!a.output) { return bad("output is null"); }
   if (!a.query) { return bad("query is null"); }
@@ -78,6 +92,11 @@ cudaError_t validate_arguments(const DecodeArguments<T>& a)
   if (!a.value_cache) { return bad("value_cache is null"); }
   if (!a.block_tables) { return bad("block_tables is null"); }
   if (!a.seq_lens) { return bad("seq_lens is null"); }
+  if constexpr (is_fp8<KvT>)
+  {
+    if (!a.k_scale) { return bad("k_scale is null (an fp8 cache needs its scales)"); }
+    if (!a.v_scale) { return bad("v_scale is null (an fp8 cache needs its scales)"); }
+  }
   if (reinterpret_cast<std::uintptr_t>(a.key_cache) % 16) { return bad("key_cache must be 16-byte aligned"); }
   if (reinterpret_cast<std::uintptr_t>(a.value_cache) % 16) { return bad("value_cache must be 16-byte aligned"); }
   if (a.query_head_stride < 0 || a.query_seq_stride < 0) { return bad("query strides must be >= 0"); }
@@ -97,8 +116,8 @@ constexpr int partition_token_limit(int block_size)
 }
 
 /// The caller's partition size against the policy (validate_arguments() has checked that it is >= 0 and the block size).
-template <class Policy, class T>
-cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
+template <class Policy, class T, class KvT>
+cudaError_t validate_partition_tokens(const DecodeArguments<T, KvT>& a)
 {
   const int limit = partition_token_limit<Policy>(a.block_size);
   if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= limit)) { return cudaSuccess; }
@@ -108,10 +127,10 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T>& a)
 }
 
 /// The schedule model of a launch of this policy on sm_count SMs (agent/decode_schedule.cuh).
-template <class Policy, class T>
-ScheduleModel schedule_model(const DecodeArguments<T>& a, int sm_count)
+template <class Policy, class T, class KvT>
+ScheduleModel schedule_model(const DecodeArguments<T, KvT>& a, int sm_count)
 {
-  return {(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm, fixed_cost_tokens(a.head_size, static_cast<int>(sizeof(T))),
+  return {(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm, fixed_cost_tokens(a.head_size, static_cast<int>(sizeof(KvT))),
           partition_token_limit<Policy>(a.block_size)};
 }
 
@@ -131,8 +150,8 @@ struct UniformBatchItems {
 /// - otherwise whole waves of partitions as long as possible: a large batch keeps whole sequences of up to
 ///   4096 tokens per block and no combine (64x4096: 256 or 512 blocks), where 2048-token halves would
 ///   cost each block a second prologue and the launch a combine (bench/NOTES.md v21).
-template <class Policy, class T>
-int choose_partition_tokens(const DecodeArguments<T>& a, std::size_t num_segments, int sm_count)
+template <class Policy, class T, class KvT>
+int choose_partition_tokens(const DecodeArguments<T, KvT>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
   const UniformBatchItems items{num_segments > 0 ? num_segments : 1, a.max_seq_len};
@@ -164,8 +183,8 @@ struct DecodePlan {
   bool init_pass;            ///< set by choose_grid: the decode may combine by look-back (tickets, counters)
 };
 
-template <class Policy, class T>
-DecodePlan make_plan(const DecodeArguments<T>& a, int sm_count)
+template <class Policy, class T, class KvT>
+DecodePlan make_plan(const DecodeArguments<T, KvT>& a, int sm_count)
 {
   DecodePlan plan{};
   plan.head_split = head_split(a.num_heads / a.num_kv_heads);

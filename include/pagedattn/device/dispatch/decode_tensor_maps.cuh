@@ -93,11 +93,11 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
 /// policy with KvCopy::bulk_tensor, code of PTX version 9.0 or later, a toolkit with tensor maps (the
 /// same conditions as PartitionFoldTensorCore::kv_copy's on the device). launch_decode calls it, so every
 /// launch of the decode kernel has them.
-template <class Policy, int HeadDim, class T>
-cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T>& p, int ptx_version)
+template <class Policy, int HeadDim, class T, class KvT>
+cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_version)
 {
 #if PAGEDATTN_HAS_TENSOR_MAPS
-  if constexpr (uses_tensor_cores<T, Policy> && Policy::kv_copy == KvCopy::bulk_tensor)
+  if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor)
   {
     if (ptx_version < 90) { return cudaSuccess; }
     const std::int64_t runs = p.num_blocks * p.num_kv_heads;

@@ -25,26 +25,25 @@ namespace detail {
 /// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads): 1, 4 or 8 heads for the
 /// CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation serves
 /// every group. validate_arguments() has checked head_size against HeadDims.
-template <class T, class PolicyChain, class Policy, bool Persistent, int... HeadDims, class F>
+template <class T, class KvT, class PolicyChain, class Policy, bool Persistent, int... HeadDims, class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
   auto for_head_dim = [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
-    if constexpr (uses_tensor_cores<T, Policy>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent>{}); }
-    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent>{}); }
-    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent>{}); }
-    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent>{}); }
+    if constexpr (uses_tensor_cores<T, Policy, KvT>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT>{}); }
+    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT>{}); }
+    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT>{}); }
+    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT>{}); }
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
   return result;
 }
 
-template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims>
-cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T>& a,
-                                     cudaStream_t stream)
+/// The dispatch of arguments that validate_arguments() has accepted.
+template <class T, class PolicyChain, class HeadDims, class KvT>
+cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT>& a, cudaStream_t stream)
 {
-  PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
   DeviceInfo device;
   PAGEDATTN_RETURN_IF_ERROR(current_device_info(device));
 
@@ -77,10 +76,22 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
     // items (loose_bound). Other plain launches: a block per item of the bound.
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
-    if (capturing || loose_bound(plan)) { return with_decode_kernel<T, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
-    return with_decode_kernel<T, PolicyChain, Policy, false>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch);
+    if (capturing || loose_bound(plan)) { return with_decode_kernel<T, KvT, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
+    return with_decode_kernel<T, KvT, PolicyChain, Policy, false>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch);
   });
 }
+
+template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims, class KvT = T>
+cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT>& a,
+                                     cudaStream_t stream)
+{
+  static_assert(std::is_same_v<KvT, T> || is_fp8<KvT>, "the caches hold the query's type or an fp8 format (util_fp8.cuh)");
+  PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
+  // An fp8 cache with fp32 queries: validate_arguments has named it, and no kernel is instantiated for it.
+  if constexpr (is_fp8<KvT> && sizeof(T) != 2) { return cudaErrorInvalidValue; }
+  else { return dispatch_validated<T, PolicyChain, HeadDims>(d_temp_storage, temp_storage_bytes, a, stream); }
+}
+
 
 } // namespace detail
 } // namespace pagedattn
