@@ -13,6 +13,7 @@
 // A NaN byte decodes to a NaN of the byte's sign; an e5m2 infinity to an infinity.
 #include <pagedattn/config.cuh>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -94,4 +95,35 @@ PAGEDATTN_HOST_DEVICE float fp8_to_float(std::uint8_t byte)
   else { return fp8_e5m2_to_float(byte); }
 }
 
+
+/// The byte of the given format nearest to x (ties to even), saturated to the largest finite value
+/// (vLLM's quantization, <cuda_fp8.h>'s __NV_SATFINITE): infinities too; any NaN to 0x7f, a NaN of both
+/// formats, as <cuda_fp8.h> does. The library never writes a cache: for tests, benchmarks and callers that fill one.
+template <Fp8Format Format>
+PAGEDATTN_HOST_DEVICE std::uint8_t fp8_from_float(float x)
+{
+  constexpr int mantissa_bits = Format == Fp8Format::e4m3 ? 3 : 2;
+  constexpr int bias = Format == Fp8Format::e4m3 ? 7 : 15;
+  constexpr std::uint32_t largest = Format == Fp8Format::e4m3 ? 0x7e : 0x7b; // 448, 57344
+  union {
+    float f;
+    std::uint32_t u;
+  } v{x};
+  const std::uint32_t sign = (v.u >> 24) & 0x80u;
+  const std::uint32_t magnitude_bits = v.u & 0x7fffffffu;
+  if (magnitude_bits > 0x7f800000u) { return 0x7f; }
+  std::uint32_t code;
+  if (magnitude_bits < static_cast<std::uint32_t>(127 + 1 - bias) << 23) // below the smallest normal: a multiple of the subnormal step
+  {
+    v.u = magnitude_bits;
+    code = static_cast<std::uint32_t>(rintf(v.f * detail::float_from_bits(static_cast<std::uint32_t>(127 + bias - 1 + mantissa_bits) << 23)));
+  }
+  else // round the float's mantissa to mantissa_bits, ties to even; a carry moves into the exponent, as it should
+  {
+    constexpr int shift = 23 - mantissa_bits;
+    const std::uint32_t rounded = (magnitude_bits + (1u << (shift - 1)) - 1u + ((magnitude_bits >> shift) & 1u)) >> shift;
+    code = rounded - (static_cast<std::uint32_t>(127 - bias) << mantissa_bits);
+  }
+  return static_cast<std::uint8_t>(sign | (code > largest ? largest : code));
+}
 } // namespace pagedattn

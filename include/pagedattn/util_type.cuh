@@ -40,11 +40,12 @@ struct ElementTraits<float> {
   static PAGEDATTN_HOST_DEVICE float from_float(float v) { return v; }
 };
 
-/// An fp8 cache element (read only: caches are never written).
+/// An fp8 cache element (the decode only reads them; from_float is vLLM's quantization, for those that fill a cache).
 template <Fp8Format Format>
 struct ElementTraits<Fp8Storage<Format>> {
   static constexpr const char* name = Format == Fp8Format::e4m3 ? "fp8_e4m3" : "fp8_e5m2";
   static PAGEDATTN_HOST_DEVICE float to_float(Fp8Storage<Format> v) { return fp8_to_float<Format>(v.bits); }
+  static PAGEDATTN_HOST_DEVICE Fp8Storage<Format> from_float(float v) { return {fp8_from_float<Format>(v)}; }
 };
 
 /// Elements in one 16-byte vector: vLLM's key-cache packing factor x.

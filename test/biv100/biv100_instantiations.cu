@@ -1,6 +1,6 @@
 // Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
-// linked): DevicePagedAttention::Decode for every element type (each instantiates every supported head
-// size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
+// linked): DevicePagedAttention::Decode for every element type and fp16 queries over both fp8 caches (each
+// instantiates every supported head size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
 // pass of a launch planned on the device.
 #include <pagedattn/pagedattn.cuh>
 
@@ -9,8 +9,8 @@ static_assert(sizeof(pagedattn::lane_mask_t) * 8 >= pagedattn::warp_threads, "a 
 
 namespace {
 
-template <class T>
-cudaError_t decode(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T>& args, cudaStream_t stream)
+template <class T, class KvT>
+cudaError_t decode(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& args, cudaStream_t stream)
 {
   return pagedattn::DevicePagedAttention::Decode(temp, bytes, args, stream);
 }
@@ -37,6 +37,8 @@ cudaError_t biv100_instantiations(void* temp, std::size_t& bytes, cudaStream_t s
   const cudaError_t results[] = {
     decode(temp, bytes, pagedattn::DecodeArguments<__half>{}, stream),
     decode(temp, bytes, pagedattn::DecodeArguments<float>{}, stream),
+    decode(temp, bytes, pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3>{}, stream),
+    decode(temp, bytes, pagedattn::DecodeArguments<__half, pagedattn::fp8_e5m2>{}, stream),
 #if PAGEDATTN_HAS_BF16
     decode(temp, bytes, pagedattn::DecodeArguments<__nv_bfloat16>{}, stream),
 #endif

@@ -11,7 +11,7 @@ endif()
 
 function(level_of path out)
   string(REGEX REPLACE "^pagedattn/" "" rel "${path}")
-  if(rel MATCHES "^(config|util_[a-z_]*|version)\\.cuh$")
+  if(rel MATCHES "^(config|util_[a-z0-9_]*|version)\\.cuh$")
     set(${out} "util;0" PARENT_SCOPE)
   elseif(rel STREQUAL "pagedattn.cuh")
     set(${out} "umbrella;7" PARENT_SCOPE)

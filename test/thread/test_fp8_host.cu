@@ -9,7 +9,10 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <random>
+#include <vector>
 #include <type_traits>
 
 namespace {
@@ -153,4 +156,67 @@ TEST_CASE("fp8: four at a time into pairs of fp16 and bf16, bit-exact to the sca
   CHECK(pair_mismatches<Fp8Format::e4m3, __nv_bfloat16>() == 0);
   CHECK(pair_mismatches<Fp8Format::e5m2, __nv_bfloat16>() == 0);
 #endif
+}
+
+namespace {
+
+template <class Fp8>
+std::uint8_t cuda_fp8_from_float(float x, __nv_fp8_interpretation_t format)
+{
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, format));
+}
+
+/// fp8_from_float against <cuda_fp8.h>'s saturating conversion over every fp8 value, the midpoints between
+/// neighbours (ties) and a float ulp either side, random floats across the formats' range and beyond,
+/// and the specials. Counts mismatches.
+template <pagedattn::Fp8Format Format>
+int encode_mismatches()
+{
+  const __nv_fp8_interpretation_t format = Format == pagedattn::Fp8Format::e4m3 ? __NV_E4M3 : __NV_E5M2;
+  std::vector<float> xs = {0.f, -0.f, INFINITY, -INFINITY, std::nanf(""), -std::nanf(""), 1e30f, -1e30f, 1e-30f, -1e-30f};
+  std::vector<float> finite;
+  for (int b = 0; b < 256; ++b)
+  {
+    const float v = pagedattn::fp8_to_float<Format>(static_cast<std::uint8_t>(b));
+    if (std::isfinite(v)) { finite.push_back(v); }
+  }
+  std::sort(finite.begin(), finite.end());
+  for (std::size_t i = 0; i < finite.size(); ++i)
+  {
+    xs.push_back(finite[i]);
+    if (i + 1 < finite.size())
+    {
+      const float mid = 0.5f * (finite[i] + finite[i + 1]);
+      xs.insert(xs.end(), {mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)});
+    }
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> exponent(-20.f, 17.f);
+  for (int i = 0; i < 20000; ++i) { xs.push_back((rng() & 1 ? -1.f : 1.f) * std::exp2(exponent(rng))); }
+  int mismatches = 0;
+  for (float x : xs)
+  {
+    const std::uint8_t ours = pagedattn::fp8_from_float<Format>(x), theirs = cuda_fp8_from_float<void>(x, format);
+    if (ours != theirs)
+    {
+      if (mismatches < 8) { UNSCOPED_INFO("x " << x << ": ours 0x" << std::hex << int(ours) << ", cuda_fp8.h 0x" << int(theirs) << std::dec); }
+      ++mismatches;
+    }
+  }
+  return mismatches;
+}
+
+} // namespace
+
+TEST_CASE("fp8: the saturating encoder (vLLM's quantization) agrees with <cuda_fp8.h> byte for byte", "[fp8][host]")
+{
+  CHECK(encode_mismatches<pagedattn::Fp8Format::e4m3>() == 0);
+  CHECK(encode_mismatches<pagedattn::Fp8Format::e5m2>() == 0);
+  // Round trip: every finite byte encodes back to itself (both zeros included).
+  for (int b = 0; b < 256; ++b)
+  {
+    const auto byte = static_cast<std::uint8_t>(b);
+    if (std::isfinite(pagedattn::fp8_e4m3_to_float(byte))) { CHECK(pagedattn::fp8_from_float<pagedattn::Fp8Format::e4m3>(pagedattn::fp8_e4m3_to_float(byte)) == byte); }
+    if (std::isfinite(pagedattn::fp8_e5m2_to_float(byte))) { CHECK(pagedattn::fp8_from_float<pagedattn::Fp8Format::e5m2>(pagedattn::fp8_e5m2_to_float(byte)) == byte); }
+  }
 }
