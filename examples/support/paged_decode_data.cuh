@@ -99,13 +99,16 @@ inline std::vector<int> shuffled_block_ids(std::size_t count, int first_id, std:
   return ids;
 }
 
-/// fp64 attention of (seq, head) over the sequence's first seq_len tokens, from the inputs as rounded to
-/// T: softmax(scale q.k + alibi_slope (token - seq_len + 1)) . v; zeros for an empty sequence.
-template <class T>
+/// fp64 attention of (seq, head) over the sequence's first seq_len tokens, from the inputs as stored: the
+/// queries rounded to T, the caches to KvT and, for an fp8 cache, dequantized with the KV head's scales
+/// (float(fp8) * scale): softmax(scale q.k + alibi_slope (token - seq_len + 1)) . v; zeros for an empty
+/// sequence.
+template <class T, class KvT = T>
 std::vector<double> reference_attention(const ProblemData& data, int seq, int head, int seq_len, float scale,
-                                        double alibi_slope = 0)
+                                        double alibi_slope = 0, double k_scale = 1, double v_scale = 1)
 {
   using Traits = pagedattn::ElementTraits<T>;
+  using KvTraits = pagedattn::ElementTraits<KvT>;
   const int D = data.head_size, kvh = head / (data.num_heads / data.num_kv_heads);
   std::vector<double> q(D);
   for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(data.query<T>((std::uint64_t(seq) * data.num_heads + head) * D + d)); }
@@ -113,7 +116,7 @@ std::vector<double> reference_attention(const ProblemData& data, int seq, int he
   for (int t = 0; t < seq_len; ++t)
   {
     double acc = 0;
-    for (int d = 0; d < D; ++d) { acc += q[d] * Traits::to_float(data.key<T>(seq, t, kvh, d)); }
+    for (int d = 0; d < D; ++d) { acc += q[d] * (KvTraits::to_float(data.key<KvT>(seq, t, kvh, d)) * k_scale); }
     score[t] = acc * double(scale) + alibi_slope * (t - seq_len + 1);
   }
   std::vector<double> out(D, 0.0);
@@ -124,7 +127,7 @@ std::vector<double> reference_attention(const ProblemData& data, int seq, int he
   {
     const double p = std::exp(score[t] - m);
     sum += p;
-    for (int d = 0; d < D; ++d) { out[d] += p * Traits::to_float(data.value<T>(seq, t, kvh, d)); }
+    for (int d = 0; d < D; ++d) { out[d] += p * (KvTraits::to_float(data.value<KvT>(seq, t, kvh, d)) * v_scale); }
   }
   for (double& v : out) { v /= sum; }
   return out;

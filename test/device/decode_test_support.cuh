@@ -24,6 +24,7 @@ struct DecodeShape {
   int reference_heads = -1;     ///< check only this many heads per sequence (first and last ones); -1 all
   int max_seq_len_override = -1; ///< DecodeArguments::max_seq_len when >= 0 (a looser bound); else the longest length
   int partition_tokens = 0;      ///< DecodeArguments::partition_tokens (0: automatic)
+  std::int64_t scale_head_stride = 1; ///< fp8 caches: DecodeArguments::scale_head_stride (scales differ per KV head)
 
   /// Cache blocks that sequence q uses.
   int blocks_of(int q) const { return std::max(0, (seq_lens[q] + block_size - 1) / block_size); }
@@ -42,21 +43,26 @@ struct DecodeProblem {
 };
 
 /// Generate the problem and upload the cache blocks that sequences use; other blocks hold NaN when the
-/// cache is small enough to fill (spare blocks, tokens past each sequence's end).
-template <class T>
+/// cache is small enough to fill (spare blocks, tokens past each sequence's end). KvT: the caches' element
+/// type (T, or an fp8 format with scales per KV head: k_scales, v_scales, which a test may change).
+template <class T, class KvT = T>
 struct DeviceDecode {
+  static constexpr bool fp8 = pagedattn::is_fp8<KvT>;
   DecodeProblem<T> prob;
-  T* d_key = nullptr;
-  T* d_value = nullptr;
+  KvT* d_key = nullptr;
+  KvT* d_value = nullptr;
   DeviceBuffer<T> query, output;
   DeviceBuffer<int> block_tables, seq_lens;
   DeviceBuffer<float> alibi;
   DeviceBuffer<unsigned> error_count;
+  std::vector<float> k_scales, v_scales; ///< fp8: per KV head (the first one only when scale_head_stride is 0)
+  DeviceBuffer<float> d_k_scales, d_v_scales;
 
   DeviceDecode(const DecodeShape& s, std::uint64_t seed)
       : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.num_heads * s.head_size),
         block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
-        error_count(1)
+        error_count(1), k_scales(default_scales(s, 0.5f, 0.25f)), v_scales(default_scales(s, 1.5f, -0.25f)), d_k_scales(k_scales),
+        d_v_scales(v_scales)
   {
     upload_cache();
     CUDA_CHECK(cudaMemset(error_count.get(), 0, sizeof(unsigned)));
@@ -66,6 +72,25 @@ struct DeviceDecode {
     cudaFree(d_key);
     cudaFree(d_value);
   }
+
+  /// Scales first, first + step, ... per KV head (never 0: first 0.5 or 1.5, at most 16 KV heads here).
+  static std::vector<float> default_scales(const DecodeShape& s, float first, float step)
+  {
+    std::vector<float> v;
+    for (int h = 0; h < s.num_kv_heads; ++h) { v.push_back(first + step * float(h % 4)); }
+    return v;
+  }
+
+  /// Replace the scales on the device (the next launch or graph replay reads them).
+  void set_scales(const std::vector<float>& k, const std::vector<float>& v)
+  {
+    k_scales = k;
+    v_scales = v;
+    d_k_scales.upload(k);
+    d_v_scales.upload(v);
+  }
+  double k_scale_of(int kv_head) const { return fp8 ? k_scales[kv_head * prob.shape.scale_head_stride] : 1.0; }
+  double v_scale_of(int kv_head) const { return fp8 ? v_scales[kv_head * prob.shape.scale_head_stride] : 1.0; }
 
   static DecodeProblem<T> make(const DecodeShape& s, std::uint64_t seed)
   {
@@ -103,18 +128,18 @@ struct DeviceDecode {
   void upload_cache()
   {
     const auto& s = prob.shape;
-    const paged_decode::CacheLayout<T> layout{s.num_kv_heads, s.head_size, s.block_size};
+    const paged_decode::CacheLayout<KvT> layout{s.num_kv_heads, s.head_size, s.block_size};
     const std::size_t block_elements = layout.block_elements();
-    const std::size_t bytes = std::size_t(prob.num_blocks) * block_elements * sizeof(T);
+    const std::size_t bytes = std::size_t(prob.num_blocks) * block_elements * sizeof(KvT);
     CUDA_CHECK(cudaMalloc(&d_key, bytes));
     CUDA_CHECK(cudaMalloc(&d_value, bytes));
     if (s.min_block_id == 0)
     {
-      CUDA_CHECK(cudaMemset(d_key, 0xFF, bytes)); // NaN everywhere a sequence's token does not live
+      CUDA_CHECK(cudaMemset(d_key, 0xFF, bytes)); // NaN everywhere a sequence's token does not live (fp8 too)
       CUDA_CHECK(cudaMemset(d_value, 0xFF, bytes));
     }
-    const T nan = pagedattn::ElementTraits<T>::from_float(std::nanf(""));
-    std::vector<T> key_block(block_elements), value_block(block_elements);
+    const KvT nan = pagedattn::ElementTraits<KvT>::from_float(std::nanf(""));
+    std::vector<KvT> key_block(block_elements), value_block(block_elements);
     for (int q = 0; q < prob.num_seqs; ++q)
     {
       const int len = s.seq_lens[q];
@@ -128,22 +153,22 @@ struct DeviceDecode {
             for (int d = 0; d < s.head_size; ++d)
             {
               const bool live = pos < len;
-              key_block[layout.key_offset(0, kvh, d, t)] = live ? prob.data.template key<T>(q, pos, kvh, d) : nan;
-              value_block[layout.value_offset(0, kvh, d, t)] = live ? prob.data.template value<T>(q, pos, kvh, d) : nan;
+              key_block[layout.key_offset(0, kvh, d, t)] = live ? prob.data.template key<KvT>(q, pos, kvh, d) : nan;
+              value_block[layout.value_offset(0, kvh, d, t)] = live ? prob.data.template value<KvT>(q, pos, kvh, d) : nan;
             }
           }
         }
         const std::size_t offset = std::size_t(prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b]) * block_elements;
-        CUDA_CHECK(cudaMemcpy(d_key + offset, key_block.data(), block_elements * sizeof(T), cudaMemcpyHostToDevice));
-        CUDA_CHECK(cudaMemcpy(d_value + offset, value_block.data(), block_elements * sizeof(T), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_key + offset, key_block.data(), block_elements * sizeof(KvT), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_value + offset, value_block.data(), block_elements * sizeof(KvT), cudaMemcpyHostToDevice));
       }
     }
   }
 
-  pagedattn::DecodeArguments<T> arguments()
+  pagedattn::DecodeArguments<T, KvT> arguments()
   {
     const auto& s = prob.shape;
-    pagedattn::DecodeArguments<T> a;
+    pagedattn::DecodeArguments<T, KvT> a;
     a.output = output.get();
     a.query = query.get();
     a.key_cache = d_key;
@@ -162,6 +187,12 @@ struct DeviceDecode {
     a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
+    if constexpr (fp8)
+    {
+      a.k_scale = d_k_scales.get();
+      a.v_scale = d_v_scales.get();
+      a.scale_head_stride = s.scale_head_stride;
+    }
     return a;
   }
 
@@ -185,7 +216,9 @@ struct DeviceDecode {
   std::vector<double> reference(int q, int h) const
   {
     const auto& s = prob.shape;
-    return paged_decode::reference_attention<T>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0);
+    const int kv_head = h / (s.num_heads / s.num_kv_heads);
+    return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0,
+                                                     k_scale_of(kv_head), v_scale_of(kv_head));
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
@@ -259,6 +292,13 @@ inline void report(const char* what, const char* dtype, double error)
 template <class T>
 double tolerance() { return std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3; }
 
+/// The report's dtype: "fp16", or "fp16/fp8_e4m3" for an fp8 cache.
+template <class KvT>
+std::string fp8_suffix(const char* query_type)
+{
+  return pagedattn::is_fp8<KvT> ? std::string(query_type) + "/" + pagedattn::ElementTraits<KvT>::name : std::string(query_type);
+}
+
 template <class T>
 bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b)
 {
@@ -266,17 +306,19 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b)
 }
 
 /// Run one shape and require the worst error under the dtype's tolerance; returns the error.
-template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies>
+/// HeadDims: the head sizes to instantiate (fewer compile faster; s.head_size must be one of them).
+template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class KvT = T, class HeadDims = pagedattn::SupportedHeadDims>
 double check_decode(const DecodeShape& s, std::uint64_t seed)
 {
-  DeviceDecode<T> dd(s, seed);
-  const auto out = dd.template run<PolicyChain>();
+  DeviceDecode<T, KvT> dd(s, seed);
+  const auto out = dd.template run<PolicyChain, HeadDims>();
   const double err = dd.worst_error(out);
-  INFO(pagedattn::ElementTraits<T>::name << " heads " << s.num_heads << "/" << s.num_kv_heads << " head_size " << s.head_size
+  INFO(pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " heads " << s.num_heads << "/" << s.num_kv_heads << " head_size " << s.head_size
                                          << " block " << s.block_size << " alibi " << s.alibi << " seqs " << s.seq_lens.size()
                                          << " max_len " << dd.prob.max_seq_len << ": worst rel L2 " << err);
   REQUIRE(err < tolerance<T>());
-  report(s.seq_lens.size() == 1 ? ("single sequence of " + std::to_string(s.seq_lens[0])).c_str() : "batch", pagedattn::ElementTraits<T>::name, err);
+  const std::string dtype = fp8_suffix<KvT>(pagedattn::ElementTraits<T>::name);
+  report(s.seq_lens.size() == 1 ? ("single sequence of " + std::to_string(s.seq_lens[0])).c_str() : "batch", dtype.c_str(), err);
   unsigned errors = 0;
   CUDA_CHECK(cudaMemcpy(&errors, dd.error_count.get(), sizeof(unsigned), cudaMemcpyDeviceToHost));
   REQUIRE(errors == 0);
