@@ -360,4 +360,33 @@ void run_matrix(std::uint64_t seed)
   report("matrix", pagedattn::ElementTraits<T>::name, worst);
 }
 
+/// Every head size x block size of one query type and fp8 format, GQA ratios cycling through 1, 6, 8, 16,
+/// ALiBi on every other one, scales per KV head or shared, mixed-length batches.
+template <class T, class KvT>
+void run_fp8_matrix(std::uint64_t seed)
+{
+  const int ratios[] = {1, 6, 8, 16};
+  int combo = 0;
+  double worst = 0;
+  for (int head_size : {64, 80, 96, 112, 128, 192, 256})
+  {
+    for (int block_size : {8, 16, 32})
+    {
+      if (reduced_matrix() && combo % 5 != 0) { ++combo; continue; }
+      DecodeShape s;
+      s.head_size = head_size;
+      s.block_size = block_size;
+      s.num_kv_heads = 2;
+      s.num_heads = 2 * ratios[combo % 4];
+      s.alibi = combo % 2 == 1;
+      s.scale_head_stride = (combo / 2) % 2; // shared, then per KV head
+      s.seq_lens = matrix_lengths();
+      s.partition_tokens = (combo % 3 == 0) ? 0 : (combo % 3 == 1) ? 512 : 64;
+      worst = std::max(worst, check_decode<T, pagedattn::DefaultPagedAttentionPolicies, KvT>(s, seed + combo));
+      ++combo;
+    }
+  }
+  report("matrix", fp8_suffix<KvT>(pagedattn::ElementTraits<T>::name).c_str(), worst);
+}
+
 } // namespace test
