@@ -5,7 +5,10 @@
 // timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth and read bandwidth (a
 // plain kernel reading 1 GiB: the ceiling of a kernel that only reads, issue 20) measured in the same run.
 //
-//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
+//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2|bf16/fp8_e4m3|bf16/fp8_e5m2]
+//                [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
+//       (--dtype: the queries' and output's type, then the cache's where it differs: an fp8 cache with one K
+//        and one V scale; its bytes, %copy and %read count the fp8 bytes read)
 //       (--shape: only the rows named, e.g. 1x16384@24/4/256 or a serving row's name such as
 //        1x100000+63x512 or graph:32x1000@8192; for profiling one launch)
 //
@@ -113,7 +116,10 @@ std::uint64_t fnv1a(const std::vector<T>& v)
 
 [[noreturn]] void usage(const char* argv0)
 {
-  std::fprintf(stderr, "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n", argv0);
+  std::fprintf(stderr,
+               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2|bf16/fp8_e4m3|bf16/fp8_e5m2] "
+               "[--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
+               argv0);
   std::exit(2);
 }
 
@@ -131,16 +137,17 @@ Options parse(int argc, char** argv)
     else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
   }
-  if (o.json.empty() || (o.dtype != "fp16" && o.dtype != "bf16" && o.dtype != "fp32")) { usage(argv[0]); }
+  const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2", "bf16/fp8_e4m3", "bf16/fp8_e5m2"};
+  if (o.json.empty() || std::none_of(std::begin(dtypes), std::end(dtypes), [&](const char* d) { return o.dtype == d; })) { usage(argv[0]); }
   return o;
 }
 
-template <class T>
+template <class T, class KvT>
 Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
 {
   const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size};
-  const paged_decode::PagedDecodeProblem<T> problem(shape, /*seed=*/20261129);
-  const pagedattn::DecodeArguments<T> args = problem.arguments();
+  const paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
+  const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
   std::size_t temp_bytes = 0;
   PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
   paged_decode::DeviceArray<char> temp(temp_bytes);
@@ -163,15 +170,15 @@ Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_d
 }
 
 /// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
-template <class T>
+template <class T, class KvT>
 Row run_serving(const ServingShape& sh, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
 {
   const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
   const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size};
-  paged_decode::PagedDecodeProblem<T> problem(shape, /*seed=*/20261201);
+  paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261201);
   problem.set_seq_lens(sh.lens);
-  pagedattn::DecodeArguments<T> args = problem.arguments(); // max_seq_len = the bound
-  pagedattn::DecodeArguments<T> fresh_args = args;
+  pagedattn::DecodeArguments<T, KvT> args = problem.arguments(); // max_seq_len = the bound
+  pagedattn::DecodeArguments<T, KvT> fresh_args = args;
   fresh_args.max_seq_len = longest;
   std::size_t temp_bytes = 0, fresh_bytes = 0;
   PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
@@ -231,13 +238,13 @@ bool write_json(const Options& o, const char* device, double copy_gbps, double r
   std::fprintf(f, " \"block_size\": %d,\n \"launches\": %d,\n \"l2_flush_bytes\": %zu,\n", block_size, launches, flush_bytes);
   std::fprintf(f, " \"median_method\": \"median of individually timed launches (cudaEvent pair each), L2 flushed (by reading %zu bytes) before each, flush not timed\",\n", flush_bytes);
   std::fprintf(f, " \"hot_method\": \"median of per-launch cudaEvent intervals over back-to-back launches, no flush\",\n");
-  std::fprintf(f, " \"bytes\": \"K+V of every live token once + query + output\",\n \"rows\": [\n");
+  std::fprintf(f, " \"bytes\": \"K+V of every live token once (in the cache's element type) + query + output\",\n \"rows\": [\n");
   for (std::size_t i = 0; i < rows.size(); ++i)
   {
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"layout\": \"vllm\", \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
                  "\"output_fnv1a\": \"%016llx\"%s}%s\n",
                  row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
                  r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
@@ -254,7 +261,7 @@ bool write_json(const Options& o, const char* device, double copy_gbps, double r
   return std::fclose(f) == 0;
 }
 
-template <class T>
+template <class T, class KvT = T>
 int run(const Options& o)
 {
   cudaDeviceProp prop{};
@@ -294,7 +301,7 @@ int run(const Options& o)
   for (const BenchShape& b : shapes)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
-    Row r = run_shape<T>(b, launches, copy_gbps, flush, stream);
+    Row r = run_shape<T, KvT>(b, launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
@@ -302,7 +309,7 @@ int run(const Options& o)
   for (const ServingShape& sh : serving)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
-    Row r = run_serving<T>(sh, launches, copy_gbps, flush, stream);
+    Row r = run_serving<T, KvT>(sh, launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
@@ -332,6 +339,12 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "no CUDA device: bench_decode needs an NVIDIA GPU (sm_80 or newer)\n");
     return 1;
   }
+  using pagedattn::fp8_e4m3;
+  using pagedattn::fp8_e5m2;
   if (o.dtype == "fp32") { return run<float>(o); } // the CUDA-core fold
+  if (o.dtype == "fp16/fp8_e4m3") { return run<__half, fp8_e4m3>(o); }
+  if (o.dtype == "fp16/fp8_e5m2") { return run<__half, fp8_e5m2>(o); }
+  if (o.dtype == "bf16/fp8_e4m3") { return run<__nv_bfloat16, fp8_e4m3>(o); }
+  if (o.dtype == "bf16/fp8_e5m2") { return run<__nv_bfloat16, fp8_e5m2>(o); }
   return o.dtype == "bf16" ? run<__nv_bfloat16>(o) : run<__half>(o);
 }

@@ -101,6 +101,14 @@ if [ "$PART" != ncu ]; then
 [ -x "$BUILD/examples/qwen36_decode" ] && run_step qwen36_decode 300 "$BUILD/examples/qwen36_decode"
 [ -x "$BUILD/bench/bench_decode" ] &&
   run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
+# fp8 caches (issue 17): the uniform table with e4m3, and the Qwen3.6 rows with e5m2
+[ -x "$BUILD/bench/bench_decode" ] &&
+  run_step bench_decode_fp8_e4m3 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_fp8_e4m3.json" --commit "$commit" \
+    --dtype fp16/fp8_e4m3 $(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024 1x1000 4x2049; do echo --shape $s@24/4/256; done) \
+    --shape 1x100000@24/4/128 --shape 64x4096@24/4/128 --shape 64x4096@32/8/128 --shape 64xlog100-100000
+[ -x "$BUILD/bench/bench_decode" ] &&
+  run_step bench_decode_fp8_e5m2 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_fp8_e5m2.json" --commit "$commit" \
+    --dtype fp16/fp8_e5m2 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
 [ -x "$BUILD/bench/bench_combine" ] &&
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
 [ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)
@@ -132,7 +140,8 @@ if [ -f .seed/paged_attention_v2_triton.py ]; then
   run_step seed_triton_bench 300 python3 bench/seed_triton_bench.py --out "$LOGS/seed.json"
 fi
 if [ -f "$LOGS/bench_decode.json" ]; then
-  run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" --seed "$LOGS/seed.json" \
+  fp8_runs=$(ls "$LOGS"/bench_decode_fp8_*.json 2>/dev/null)
+  run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $fp8_runs --seed "$LOGS/seed.json" \
     --combine "$LOGS/bench_combine.json" --out "$OUT/h200.json" --plot "$OUT/h200.png"
 fi
 

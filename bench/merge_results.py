@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Joins bench_decode's results with the seed's and bench_combine's into one JSON file and a bar chart.
 
-    python3 bench/merge_results.py --pagedattn A.json --seed S.json --combine C.json \\
+    python3 bench/merge_results.py --pagedattn A.json [B.json ...] --seed S.json --combine C.json \\
         --out bench/results/h200.json --plot bench/results/h200.png
+
+Several --pagedattn files (bench_decode runs of other dtypes, e.g. an fp8 cache) add their rows after the
+first's; each row keeps the pct_copy and pct_read of its own run, whose bandwidths are listed in "runs".
 
 Rows are joined on (shape, heads, head_dim, dtype); each gains seed_us, seed_rel_err, seed_pct_copy and
 speedup_vs_seed = seed_us / median_us (and keeps bench_decode's pct_copy and pct_read). A missing or unreadable seed (or combine) file leaves those fields
@@ -29,11 +32,12 @@ def key(row):
     return row["shape"], row["heads"], row["head_dim"], row["dtype"]
 
 
-def merge(decode, seed, combine):
+def merge(decodes, seed, combine):
+    decode = decodes[0]
     seed_rows = {key(r): r for r in (seed or {}).get("rows", [])}
     copy_gbps = decode["copy_gbps"]
     rows = []
-    for r in decode["rows"]:
+    for r in (row for d in decodes for row in d["rows"]):
         s = seed_rows.get(key(r), {})
         seed_us, median_us = s.get("seed_us"), r.get("median_us")
         row = dict(r, seed_us=seed_us, seed_rel_err=s.get("seed_rel_err"), seed_pct_copy=None, speedup_vs_seed=None)
@@ -49,6 +53,7 @@ def merge(decode, seed, combine):
         "read_gbps": decode.get("read_gbps"), "read_method": decode.get("read_method"), "dtype": decode["dtype"],
         "seed_copy_gbps": (seed or {}).get("copy_gbps"),
         "median_method": decode.get("median_method"), "hot_method": decode.get("hot_method"),
+        "runs": [{"dtype": d["dtype"], "copy_gbps": d["copy_gbps"], "read_gbps": d.get("read_gbps")} for d in decodes],
         "rows": rows,
         "combine": (combine or {}).get("rows", []),
         "combine_bitwise_identical": (combine or {}).get("bitwise_identical"),
@@ -63,7 +68,8 @@ def plot(result, path):
     rows = result["rows"]
     xs = range(len(rows))
     width = 0.4
-    labels = [f"{r['shape']}\n{r['heads']} h{r['head_dim']}" + ("" if r.get("ok", True) else "\nFAILED") for r in rows]
+    labels = [f"{r['shape']}\n{r['heads']} h{r['head_dim']}" + ("" if r["dtype"] == result["dtype"] else f"\n{r['dtype']}") +
+              ("" if r.get("ok", True) else "\nFAILED") for r in rows]
     ours = [r.get("pct_copy") or 0 for r in rows]
     seed = [r.get("seed_pct_copy") or 0 for r in rows]
     fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(rows)), 5.5))
@@ -89,24 +95,24 @@ def plot(result, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pagedattn", required=True, help="bench_decode --json output")
+    ap.add_argument("--pagedattn", required=True, nargs="+", help="bench_decode --json outputs (the first sets the header)")
     ap.add_argument("--seed", help="seed_triton_bench.py --out output (optional)")
     ap.add_argument("--combine", help="bench_combine --json output (optional)")
     ap.add_argument("--out", required=True, help="merged JSON to write")
     ap.add_argument("--plot", help="PNG bar chart to write")
     args = ap.parse_args()
 
-    decode = load(args.pagedattn, "bench_decode")
-    if decode is None:
+    decodes = [load(p, "bench_decode") for p in args.pagedattn]
+    if decodes[0] is None:
         return 1
-    result = merge(decode, load(args.seed, "seed"), load(args.combine, "bench_combine"))
+    result = merge([d for d in decodes if d is not None], load(args.seed, "seed"), load(args.combine, "bench_combine"))
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
     for r in result["rows"]:
         speedup = r["speedup_vs_seed"]
         pct_read = r.get("pct_read")
-        print(f"{r['shape']:<10} {r['heads']:<6} {r['head_dim']:>4}  {r['pct_copy'] or 0:5.1f}% of copy  "
+        print(f"{r['shape']:<10} {r['heads']:<6} {r['head_dim']:>4} {r['dtype']:<13} {r['pct_copy'] or 0:5.1f}% of copy  "
               f"{'-' if pct_read is None else f'{pct_read:5.1f}%'} of read  "
               f"speedup vs seed {'-' if speedup is None else f'{speedup:.2f}x'}")
     if args.plot:

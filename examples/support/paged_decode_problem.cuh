@@ -122,9 +122,10 @@ inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n
 /// pairs (+inf for a non-finite output); one host thread per pair. lens: each sequence's length where they
 /// differ (a serving batch in a cache of s.seq_len tokens per sequence); empty: s.seq_len each. An empty
 /// sequence's reference is 0, and its error is 0 when the output is 0.
-template <class T>
+template <class T, class KvT = T>
 double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
-                          const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {})
+                          const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {}, double k_scale = 1,
+                          double v_scale = 1)
 {
   std::vector<double> errors(pairs.size());
   std::vector<std::thread> workers;
@@ -133,7 +134,7 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
     workers.emplace_back([&, i] {
       const auto [seq, head] = pairs[i];
       const int len = lens.empty() ? s.seq_len : lens[std::size_t(seq)];
-      const std::vector<double> ref = reference_attention<T>(s.data(seed), seq, head, len, s.scale());
+      const std::vector<double> ref = reference_attention<T, KvT>(s.data(seed), seq, head, len, s.scale(), 0, k_scale, v_scale);
       double num = 0, den = 0;
       for (int d = 0; d < s.head_size; ++d)
       {
@@ -173,19 +174,27 @@ private:
   std::size_t n_;
 };
 
-/// A decode problem on the device: queries, K/V cache, block tables, seq_lens, and an output that starts as
-/// NaN (0xFF bytes), so that an unwritten output fails the check.
-template <class T>
+/// A decode problem on the device: queries, K/V cache (elements KvT: T, or an fp8 cache with one K and one V
+/// scale, k_scale_value and v_scale_value), block tables, seq_lens, and an output that starts as NaN (0xFF
+/// bytes), so that an unwritten output fails the check.
+template <class T, class KvT = T>
 class PagedDecodeProblem {
 public:
+  static constexpr bool fp8_cache = pagedattn::is_fp8<KvT>;
+  static constexpr float k_scale_value = fp8_cache ? 0.5f : 1.f; ///< an fp8 cache's scales (exact in binary)
+  static constexpr float v_scale_value = fp8_cache ? 2.0f : 1.f;
+
   PagedDecodeProblem(const DecodeShape& shape, std::uint64_t seed)
       : s_(shape), seed_(seed), num_blocks_(std::int64_t(shape.num_seqs) * shape.blocks_per_seq()),
         query_(std::size_t(shape.num_seqs) * shape.num_heads * shape.head_size), output_(query_.size()),
         key_cache_(std::size_t(num_blocks_) * shape.num_kv_heads * shape.head_size * shape.block_size),
-        value_cache_(key_cache_.size()), block_tables_(std::size_t(num_blocks_)), seq_lens_(std::size_t(shape.num_seqs))
+        value_cache_(key_cache_.size()), block_tables_(std::size_t(num_blocks_)), seq_lens_(std::size_t(shape.num_seqs)),
+        k_scale_(1), v_scale_(1)
   {
     block_tables_.upload(scattered_block_tables(shape, seed));
     seq_lens_.upload(std::vector<int>(std::size_t(shape.num_seqs), shape.seq_len));
+    k_scale_.upload({k_scale_value});
+    v_scale_.upload({v_scale_value});
     fill_kv_cache_kernel<<<1024, 256>>>(key_cache_.get(), value_cache_.get(), block_tables_.get(), s_, seed);
     PAGEDATTN_CHECK(cudaGetLastError());
     fill_query_kernel<<<256, 256>>>(query_.get(), query_.size(), shape.data(seed));
@@ -197,17 +206,17 @@ public:
   const DecodeShape& shape() const { return s_; }
   T* output() const { return output_.get(); }
   const T* query() const { return query_.get(); }
-  const T* key_cache() const { return key_cache_.get(); }
-  const T* value_cache() const { return value_cache_.get(); }
+  const KvT* key_cache() const { return key_cache_.get(); }
+  const KvT* value_cache() const { return value_cache_.get(); }
   std::int64_t num_blocks() const { return num_blocks_; }
   const int* block_tables() const { return block_tables_.get(); }
   const int* seq_lens() const { return seq_lens_.get(); }
   float scale() const { return s_.scale(); }
 
   /// The arguments of DevicePagedAttention::Decode for this problem (the example fills them field by field).
-  pagedattn::DecodeArguments<T> arguments() const
+  pagedattn::DecodeArguments<T, KvT> arguments() const
   {
-    pagedattn::DecodeArguments<T> a;
+    pagedattn::DecodeArguments<T, KvT> a;
     a.output = output();
     a.query = query();
     a.key_cache = key_cache();
@@ -223,6 +232,12 @@ public:
     a.head_size = s_.head_size;
     a.block_size = s_.block_size;
     a.scale = scale();
+    if constexpr (fp8_cache)
+    {
+      a.k_scale = k_scale_.get();
+      a.v_scale = v_scale_.get();
+      a.scale_head_stride = 0; // one scale for every KV head, as vLLM 0.6 passes them
+    }
     return a;
   }
 
@@ -246,7 +261,7 @@ public:
       tokens = 0;
       for (int len : lens_) { tokens += len; }
     }
-    const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(T);
+    const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(KvT);
     return kv + 2.0 * double(query_.size()) * sizeof(T);
   }
 
@@ -258,15 +273,17 @@ public:
   /// Largest relative L2 error of `output` (downloaded) against the fp64 reference over the pairs.
   double max_relative_error(const std::vector<T>& output, const std::vector<std::pair<int, int>>& pairs) const
   {
-    return paged_decode::max_relative_error(s_, seed_, output, pairs, lens_);
+    return paged_decode::max_relative_error<T, KvT>(s_, seed_, output, pairs, lens_, k_scale_value, v_scale_value);
   }
 
 private:
   DecodeShape s_;
   std::uint64_t seed_;
   std::int64_t num_blocks_;
-  DeviceArray<T> query_, output_, key_cache_, value_cache_;
+  DeviceArray<T> query_, output_;
+  DeviceArray<KvT> key_cache_, value_cache_;
   DeviceArray<int> block_tables_, seq_lens_;
+  DeviceArray<float> k_scale_, v_scale_;
   std::vector<int> lens_;
 };
 
