@@ -3,6 +3,7 @@
 // unit of a stage is used once, and the ldmatrix phases have the bank conflicts the header states (none
 // for K; for V 1, 2, 4-way at block 8, 16, 32 with plain bulk copies, none with tensor copies, whose V
 // lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
+#include <pagedattn/agent/kv_tile_convert_fp8.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
@@ -40,7 +41,7 @@ void check_layout()
   for (int lb = 3; lb <= 5; ++lb)
   {
     CAPTURE(HeadDim, lb, TensorCopies);
-    const int swizzle = TensorCopies ? pagedattn::detail::value_tensor_map_shape(HeadDim, 1 << lb, 1, 1).swizzle_bytes : 0;
+    const int swizzle = TensorCopies ? pagedattn::detail::value_tensor_map_shape(HeadDim, 1 << lb, 2, 1, 1).swizzle_bytes : 0;
     const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
     const typename Stage::Layout layout(lb);
     std::set<int> k_seen, v_seen;
@@ -117,32 +118,35 @@ TEST_CASE("bulk stage: copies land where the tile reads, every unit once, stated
 
 TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one KV head per box", "[kv_tile_stage][host]")
 {
-  for (int head : {64, 80, 96, 112, 128, 192, 256})
+  for (int bytes : {2, 1}) // 16-bit and fp8 caches
   {
-    for (int bs : {8, 16, 32})
+    for (int head : {64, 80, 96, 112, 128, 192, 256})
     {
-      CAPTURE(head, bs);
-      const std::int64_t blocks = 1000;
-      const int kv_heads = 4;
-      const auto k = pagedattn::detail::key_tensor_map_shape(head, bs, blocks, kv_heads);
-      const auto v = pagedattn::detail::value_tensor_map_shape(head, bs, blocks, kv_heads);
-      for (const auto* m : {&k, &v})
+      for (int bs : {8, 16, 32})
       {
-        CHECK(std::uint64_t(m->box[0]) * m->box[1] * 2 == std::uint64_t(head) * bs * 2); // a run: head x bs elements of 2 bytes
-        CHECK(m->box[2] == 1u);
-        CHECK(m->box[0] * 2 == pagedattn::tensor_copy_row_bytes); // rows of 128 bytes
-        CHECK(m->dims[0] == m->box[0]); // a box covers whole rows and planes: a run is contiguous
-        CHECK(m->dims[1] == m->box[1]);
-        CHECK(m->dims[2] == std::uint64_t(blocks) * kv_heads);
-        CHECK(m->strides[0] == m->dims[0] * 2);
-        CHECK(m->strides[1] == std::uint64_t(head) * bs * 2); // run r starts at r * head * bs elements
-        CHECK(m->strides[0] % 16 == 0); // the hardware's limits
-        CHECK(m->box[0] <= 256u);
-        CHECK(m->box[1] <= 256u);
+        CAPTURE(bytes, head, bs);
+        const std::int64_t blocks = 1000;
+        const int kv_heads = 4;
+        const auto k = pagedattn::detail::key_tensor_map_shape(head, bs, bytes, blocks, kv_heads);
+        const auto v = pagedattn::detail::value_tensor_map_shape(head, bs, bytes, blocks, kv_heads);
+        for (const auto* m : {&k, &v})
+        {
+          CHECK(std::uint64_t(m->box[0]) * m->box[1] == std::uint64_t(head) * bs); // a run: head x bs elements
+          CHECK(m->box[2] == 1u);
+          CHECK(m->box[0] * bytes == pagedattn::tensor_copy_row_bytes); // rows of 128 bytes
+          CHECK(m->dims[0] == m->box[0]); // a box covers whole rows and planes: a run is contiguous
+          CHECK(m->dims[1] == m->box[1]);
+          CHECK(m->dims[2] == std::uint64_t(blocks) * kv_heads);
+          CHECK(m->strides[0] == m->dims[0] * bytes);
+          CHECK(m->strides[1] == std::uint64_t(head) * bs * bytes); // run r starts at r * head * bs elements
+          CHECK(m->strides[0] % 16 == 0); // the hardware's limits
+          CHECK(m->box[0] <= 256u);
+          CHECK(m->box[1] <= 256u);
+        }
+        CHECK(k.swizzle_bytes == 0);
+        CHECK(v.swizzle_bytes == (bytes == 2 ? 128 : 0)); // an fp8 V is converted, not read by ldmatrix
+        if (bytes == 2) { CHECK(int(v.box[0]) * 2 == v.swizzle_bytes); } // a swizzled box row spans the swizzle
       }
-      CHECK(k.swizzle_bytes == 0);
-      CHECK(v.swizzle_bytes == 128);
-      CHECK(int(v.box[0]) * 2 == v.swizzle_bytes); // a swizzled box row spans the swizzle
     }
   }
 }
@@ -162,4 +166,47 @@ TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy can
 #else
   SUCCEED("no tensor maps in this toolkit");
 #endif
+}
+
+TEST_CASE("fp8 conversion: every fp8 K and V byte of a stage lands on its element of the 16-bit stage", "[kv_tile_stage][fp8][host]")
+{
+  auto check = [](auto head_dim) {
+    constexpr int H = decltype(head_dim)::value;
+    using Convert = pagedattn::KvTileConvertFp8<__half, pagedattn::fp8_e4m3, H, 128, true>;
+    using Stage = typename Convert::Stage;
+    for (int lb = 3; lb <= 5; ++lb)
+    {
+      CAPTURE(H, lb);
+      const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
+      const typename Stage::Layout layout(lb);
+      std::set<int> k_seen, v_seen;
+      for (int b = 0; b < blocks; ++b)
+      {
+        for (int d = 0; d < H; ++d)
+        {
+          for (int t = 0; t < bs; ++t)
+          {
+            // K: the cache's [head/16][bs][16] bytes per run, runs back to back: byte d % 16 of unit u8.
+            const int u8 = ((b * (H / 16) + d / 16) << lb) + t;
+            const int k16 = Convert::converted_key_unit(u8, (d % 16) / 8, lb);
+            CHECK(k16 == layout.k_unit(d / 8, b * bs + t)); // element d % 8 of that unit in both
+            k_seen.insert(k16 * 8 + d % 8);
+            // V: [head][bs] bytes per run: byte (b H + d) bs + t is element byte % 8 of linear 16-bit unit byte / 8.
+            const int byte = (b * H + d) * bs + t;
+            const int v16 = Stage::Layout::v_place(byte / 8);
+            CHECK(v16 == layout.v_unit(d, (b * bs + t) / 8));
+            CHECK(byte % 8 == t % 8);
+            v_seen.insert(v16 * 8 + byte % 8);
+          }
+        }
+      }
+      CHECK(int(k_seen.size()) == Stage::k_units * 8); // a bijection onto the 16-bit stage
+      CHECK(int(v_seen.size()) == Stage::v_units * 8);
+      CHECK(Convert::CacheStage::k_units * 2 == Stage::k_units);
+    }
+  };
+  check(std::integral_constant<int, 64>{});
+  check(std::integral_constant<int, 80>{});
+  check(std::integral_constant<int, 128>{});
+  check(std::integral_constant<int, 256>{});
 }

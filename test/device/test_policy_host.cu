@@ -6,13 +6,18 @@
 
 namespace {
 
-template <class Policy, class T, int HeadDim, int MaxHeads>
+template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T>
 void check_limits()
 {
-  INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << " head " << HeadDim << " max heads " << MaxHeads);
-  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>;
+  INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
+                    << " max heads " << MaxHeads);
+  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT>;
   using Fold = typename Agent::Fold;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>() <= Policy::smem_budget_bytes);
+  constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
+  // The tensor-core fold of an fp8 cache keeps the 16-bit pipeline's bytes in flight in twice the stages,
+  // plus the converted tile: two blocks per SM on sm_90 (227 KB), where the 16-bit fold fits three at head 128.
+  constexpr std::size_t budget = fp8_on_tensor_cores ? 227 * 1024 / 2 : Policy::smem_budget_bytes;
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -24,9 +29,14 @@ void check_limits()
     CHECK(limit % 32 == 0);
     CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
   }
-  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy>)
+  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT>)
   {
     using Tile = typename Fold::Tile;
+    if constexpr (fp8_on_tensor_cores)
+    {
+      CHECK(Fold::stages == 2 * Policy::stages); // fp8 tiles of half the bytes: the 16-bit pipeline's bytes in flight
+      CHECK(sizeof(typename Fold::CacheStage::Storage) * 2 == sizeof(typename Fold::Stage::Storage));
+    }
     CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head
     CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
@@ -44,12 +54,12 @@ void check_limits()
   }
 }
 
-template <class Policy, class T, int... HeadDims>
+template <class Policy, class T, class KvT = T, int... HeadDims>
 void check_policy(std::integer_sequence<int, HeadDims...>)
 {
-  (check_limits<Policy, T, HeadDims, 1>(), ...);
-  (check_limits<Policy, T, HeadDims, 4>(), ...);
-  (check_limits<Policy, T, HeadDims, 8>(), ...);
+  (check_limits<Policy, T, HeadDims, 1, KvT>(), ...);
+  (check_limits<Policy, T, HeadDims, 4, KvT>(), ...);
+  (check_limits<Policy, T, HeadDims, 8, KvT>(), ...);
 }
 
 template <class Policy>
@@ -58,6 +68,8 @@ void check_all_types()
   check_policy<Policy, __half>(pagedattn::SupportedHeadDims{});
   check_policy<Policy, __nv_bfloat16>(pagedattn::SupportedHeadDims{});
   check_policy<Policy, float>(pagedattn::SupportedHeadDims{});
+  check_policy<Policy, __half, pagedattn::fp8_e4m3>(pagedattn::SupportedHeadDims{});
+  check_policy<Policy, __nv_bfloat16, pagedattn::fp8_e5m2>(pagedattn::SupportedHeadDims{});
 }
 
 pagedattn::DecodeArguments<__half> valid_arguments()

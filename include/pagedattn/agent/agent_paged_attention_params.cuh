@@ -6,6 +6,7 @@
 #include <pagedattn/config.cuh>
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
+#include <pagedattn/util_fp8.cuh>
 
 namespace pagedattn {
 
@@ -57,6 +58,23 @@ struct PagedAttentionParams {
 } // namespace pagedattn
 
 namespace pagedattn {
+
+/// K's dequantization scale of a KV head: 1 unless the cache is fp8 (read at run time: the scales are
+/// device data, so a graph's replays see their current values).
+template <class T, class KvT>
+PAGEDATTN_DEVICE float cache_key_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
+{
+  if constexpr (is_fp8<KvT>) { return p.k_scale[kv_head * p.scale_head_stride]; }
+  else { return 1.f; }
+}
+
+/// V's, likewise.
+template <class T, class KvT>
+PAGEDATTN_DEVICE float cache_value_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
+{
+  if constexpr (is_fp8<KvT>) { return p.v_scale[kv_head * p.scale_head_stride]; }
+  else { return 1.f; }
+}
 
 /// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the
 /// query heads first_head .. first_head + heads - 1 of KV head kv_head.

@@ -22,17 +22,20 @@
 //       tokens; a head's max and sum reduce over its lanes_per_head lanes.
 //   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T:
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
-// Scores and the output accumulate in fp32; P is rounded to the cache's type for the PV product.
+// Scores and the output accumulate in fp32; P is rounded to T for the PV product. An fp8 cache (KvT) is
+// folded from its 16-bit conversion (KvTileConvertFp8): K's scale multiplies the scores with the softmax
+// scale, V's the partial's values.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs, class Stage>
+template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T>
 class BlockTileTensorCore {
 public:
   static constexpr int max_heads = 8; ///< the mma's n
@@ -60,10 +63,16 @@ public:
   };
 
   /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_head, int heads,
-                                       int log2_block_size)
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, int seq, int kv_head, int first_head,
+                                       int heads, int log2_block_size)
       : temp_(temp), p_(p), layout_(log2_block_size), heads_(heads)
   {
+    if constexpr (is_fp8<KvT>)
+    {
+      scales_.score = p.scale * cache_key_scale(p, kv_head);
+      scales_.value = cache_value_scale(p, kv_head);
+    }
+    else { (void)kv_head; }
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const T* row = p.query + seq * p.query_seq_stride + (first_head + g) * p.query_head_stride;
@@ -150,7 +159,7 @@ public:
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
-      float v = score[e] * p_.scale;
+      float v = score[e] * score_scale();
       if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, seq_len); }
       score[e] = token < end_token ? v : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
@@ -222,7 +231,7 @@ public:
       for (int k = 0; k < 4; ++k)
       {
         const int head = 2 * q + k % 2, dim = 16 * m + g + 8 * (k / 2);
-        if (head < heads_) { values[head * HeadDim + dim] = out_[i][k]; }
+        if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][k] * value_scale() : out_[i][k]; }
       }
     }
     const int sh = warp * heads_per_warp + lane / lanes_per_head;
@@ -234,8 +243,24 @@ public:
   }
 
 private:
+  struct Fp8Scales {
+    float score, value; ///< softmax scale x K's scale; V's scale
+  };
+  struct NoScales {};
+  PAGEDATTN_DEVICE float score_scale() const
+  {
+    if constexpr (is_fp8<KvT>) { return scales_.score; }
+    else { return p_.scale; }
+  }
+  PAGEDATTN_DEVICE float value_scale() const
+  {
+    if constexpr (is_fp8<KvT>) { return scales_.value; }
+    else { return 1.f; }
+  }
+
   TempStorage& temp_;
-  const PagedAttentionParams<T>& p_;
+  const PagedAttentionParams<T, KvT>& p_;
+  std::conditional_t<is_fp8<KvT>, Fp8Scales, NoScales> scales_;
   typename Stage::Layout layout_;
   int heads_;
   float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)

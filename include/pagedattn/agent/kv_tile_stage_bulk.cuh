@@ -18,6 +18,10 @@
 // compute-sanitizer's racecheck orders tensor copies by their mbarrier, not plain bulk copies
 // (bench/racecheck_bulk_probe.cu): with plain ones it reports hazards that are not there.
 //
+// An fp8 cache (T of one byte) is staged the same way, its runs as they lie (K [head/16][bs][16], V
+// [head][bs] bytes, not swizzled), for KvTileConvertFp8 to turn into a 16-bit stage; Layout and
+// ClearDeadValues are for 16-bit stages only.
+//
 // Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
 // when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
 // the caller poisons the partial), are not copied: their shared bytes are stale. Stale K only gives scores
@@ -38,17 +42,21 @@ template <class T, int HeadDim, int BlockThreads, bool TensorCopies = false>
 class KvTileStageBulk {
 public:
   static constexpr int tile_tokens = 32;
-  static constexpr int key_vectors = HeadDim / 8; ///< K units (16-byte vectors) per token
-  static constexpr int v_units_per_dim = tile_tokens / 8;
+  static constexpr int elements_per_unit = 16 / static_cast<int>(sizeof(T)); ///< 8 (16-bit types) or 16 (fp8)
+  static constexpr int key_vectors = HeadDim / elements_per_unit; ///< K units (16-byte vectors) per token
+  static constexpr int v_units_per_dim = tile_tokens / 8;           ///< (16-bit stages)
   static constexpr int k_units = key_vectors * tile_tokens;
-  static constexpr int v_units = HeadDim * v_units_per_dim;
+  static constexpr int v_units = k_units;
   /// Whether the fold must clear the V of dead tokens itself (the copies bring whole cache blocks).
   static constexpr bool copies_whole_blocks = true;
-  static_assert(sizeof(T) == 2, "KvTileStageBulk: 16-bit element types");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 1, "KvTileStageBulk: 16-bit or fp8 element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
-  // Runs are whole 128-byte rows (head x bs x 2 bytes, bs >= 8), and the v arrays start at multiples of
-  // 1024 bytes (the 128-byte swizzle's period) from a 1024-byte aligned stage array.
-  static_assert(HeadDim * 8 * 2 % tensor_copy_row_bytes == 0 && k_units * 16 % 1024 == 0 && (k_units + v_units) * 16 % 1024 == 0,
+  // Runs are whole 128-byte rows (head x bs x sizeof(T) bytes, bs >= 8); the v arrays of 16-bit stages
+  // (swizzled by tensor copies) start at multiples of 1024 bytes (the 128-byte swizzle's period) from a
+  // 1024-byte aligned stage array, fp8 stages' (not swizzled) at multiples of 128.
+  static constexpr int v_alignment = sizeof(T) == 2 ? 1024 : tensor_copy_row_bytes;
+  static_assert(HeadDim * 8 * sizeof(T) % tensor_copy_row_bytes == 0 && k_units * 16 % v_alignment == 0 &&
+                    (k_units + v_units) * 16 % v_alignment == 0,
                 "KvTileStageBulk: the tensor copies' row and swizzle alignment");
 
   struct alignas(16) Storage {
@@ -69,9 +77,10 @@ public:
     PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
-      const int o = ((unit >> log2_units) * HeadDim << log2_units) + (dim << log2_units) + (unit & ((1 << log2_units) - 1));
-      return TensorCopies ? o ^ ((o >> 3) & 7) : o;
+      return v_place(((unit >> log2_units) * HeadDim << log2_units) + (dim << log2_units) + (unit & ((1 << log2_units) - 1)));
     }
+    /// Where unit o of the v array's runs, counted in the cache's order, lies.
+    static PAGEDATTN_HOST_DEVICE int v_place(int o) { return TensorCopies ? o ^ ((o >> 3) & 7) : o; }
 
   private:
     int log2_bs_;
@@ -79,17 +88,17 @@ public:
 
   /// Where a bulk copy puts the run of cache block `block_in_stage` (0 .. 32 / bs - 1) of a stage: the
   /// first of its units in the stage's k (K run) or v (V run) array. The run's units follow in the cache's order.
-  static PAGEDATTN_HOST_DEVICE int run_first_unit(int block_in_stage, bool value, int log2_block_size)
+  static PAGEDATTN_HOST_DEVICE int run_first_unit(int block_in_stage, bool /*value*/, int log2_block_size)
   {
-    return value ? (block_in_stage * HeadDim) << (log2_block_size - 3) : (block_in_stage * key_vectors) << log2_block_size;
+    return (block_in_stage * key_vectors) << log2_block_size; // a run of K or V: head x bs elements
   }
 
   /// Warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages (`stage[0 .. Slabs-1]`)
   /// of the tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their
   /// bytes. `block_ids` are the tile's cache block ids (read only for blocks holding a live token). Returns
   /// true, in the lane that saw it, if a live block's id was outside the cache.
-  template <int Slabs>
-  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<T>& p, const int* block_ids,
+  template <int Slabs, class Q>
+  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<Q, T>& p, const int* block_ids,
                                     int kv_head, int token0, int end_token, int log2_block_size)
   {
 #if defined(PAGEDATTN_HAS_BULK_COPY)

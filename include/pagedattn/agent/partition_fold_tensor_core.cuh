@@ -20,9 +20,15 @@
 //             fold tile i.
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
+//
+// An fp8 cache (KvT, sm_90 copies only): 2 S buffers of fp8 tiles (the bytes of S 16-bit ones), each
+// converted after it lands into one 16-bit buffer that the tile folds (KvTileConvertFp8):
+//   tile i: barrier (every warp done with tile i-1's 16-bit buffer and its conversion of fp8 buffer
+//           (i-1) mod 2S), issue tile i+2S-1 into that buffer, wait for tile i, convert it, barrier, fold.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
+#include <pagedattn/agent/kv_tile_convert_fp8.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 
@@ -31,12 +37,13 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
 class PartitionFoldTensorCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  static constexpr int stages = Policy::stages;
+  static constexpr bool fp8_cache = is_fp8<KvT>;
+  static constexpr int stages = fp8_cache ? 2 * Policy::stages : Policy::stages; ///< buffers of the cache's tiles
   /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
@@ -51,11 +58,19 @@ public:
   static constexpr KvCopy kv_copy = KvCopy::cp_async;
 #endif
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
-  using Stage = std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                                   KvTileStage<T, HeadDim, block_threads>>;
+  using Convert = std::conditional_t<fp8_cache,
+                                     KvTileConvertFp8<T, std::conditional_t<fp8_cache, KvT, fp8_e4m3>, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+                                     void>;
+  /// The 16-bit stage the tile folds: the copies' own, or (fp8) the conversion's.
+  using Stage = std::conditional_t<fp8_cache, KvTileStageBulk<T, HeadDim, block_threads, true>,
+                                   std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+                                                      KvTileStage<T, HeadDim, block_threads>>>;
+  /// Where the copies land: the 16-bit stage, or (fp8) the cache's bytes as they lie.
+  using CacheStage = std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>, Stage>;
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage>;
+  static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
@@ -68,17 +83,25 @@ public:
 
   /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
   /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v16).
-  struct alignas(128) TempStorage {
+  struct alignas(128) StorageSameTypes {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
     std::uint64_t landed[stages];         ///< bulk copies: each buffer's mbarrier (one phase per tile)
   };
+  struct alignas(128) StorageFp8 {
+    typename CacheStage::Storage stage[stages][slabs];
+    alignas(128) typename Stage::Storage converted[slabs]; ///< the tile being folded, in T
+    typename Tile::TempStorage tile;
+    int block_ids[max_partition_blocks];
+    std::uint64_t landed[stages];
+  };
+  using TempStorage = std::conditional_t<fp8_cache, StorageFp8, StorageSameTypes>;
 
   /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
   /// table entries of the partition starting at first_token, as far as the table row goes. Run() reads
   /// only those of live tokens.
-  static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T>& p, int seq, int first_token, int partition_tokens)
+  static PAGEDATTN_DEVICE void Prefetch(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, int seq, int first_token, int partition_tokens)
   {
     const int log2_block_size = 31 - __clz(p.block_size); // (8, 16 or 32: shifts, not divisions)
     const int first_block = first_token >> log2_block_size;
@@ -89,11 +112,14 @@ public:
 
   /// Block-wide, after Prefetch; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills
   /// its tokens, and the caller poisons the partial), except that stats and values may alias `temp`.
-  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T>& p, const PartitionWork& work, float* stats,
+  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, float* stats,
                                    float* values)
   {
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
+#if defined(__CUDA_ARCH__)
+    static_assert(!fp8_cache || bulk_copies, "an fp8 cache on tensor cores needs the sm_90 copies (code compiled for sm_90)");
+#endif
     if constexpr (bulk_copies)
     {
 #if defined(PAGEDATTN_HAS_BULK_COPY)
@@ -117,11 +143,12 @@ public:
         if (i < tiles && arch::warp_id() == 0)
         {
           const int offset = i * tile_tokens; // from the partition's first token
-          bad |= Stage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p, temp.block_ids + (offset >> log2_block_size),
-                                             work.kv_head, work.first_token + offset, work.end_token, log2_block_size);
+          bad |= CacheStage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p,
+                                                  temp.block_ids + (offset >> log2_block_size), work.kv_head, work.first_token + offset,
+                                                  work.end_token, log2_block_size);
         }
       }
-      else
+      else if constexpr (!fp8_cache)
       {
         if (i < tiles)
         {
@@ -137,7 +164,7 @@ public:
       }
     };
 
-    Tile tile(temp.tile, p, work.seq, work.first_head, work.heads, log2_block_size);
+    Tile tile(temp.tile, p, work.seq, work.kv_head, work.first_head, work.heads, log2_block_size);
 #pragma unroll
     for (int i = 0; i < stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)
@@ -160,13 +187,21 @@ public:
         load(i + stages - 1);
       }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
+      typename Stage::Storage* folded;
+      if constexpr (fp8_cache)
+      {
+        Convert::template Convert<slabs>(temp.stage[i % stages], temp.converted, log2_block_size);
+        __syncthreads(); // every thread's conversion, before ClearDeadValues and the fold read it
+        folded = temp.converted;
+      }
+      else { folded = temp.stage[i % stages]; }
       if (token0 + tile_tokens > work.end_token) // the partition's last tile, partly live (block-uniform)
       {
         // Visible to the tile's PV product after the barriers inside Consume.
-        if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(temp.stage[i % stages], token0, work.end_token, log2_block_size); }
-        tile.template Consume<true>(temp.stage[i % stages], token0, work.end_token, work.seq_len);
+        if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
+        tile.template Consume<true>(folded, token0, work.end_token, work.seq_len);
       }
-      else { tile.template Consume<false>(temp.stage[i % stages], token0, work.end_token, work.seq_len); }
+      else { tile.template Consume<false>(folded, token0, work.end_token, work.seq_len); }
     }
     if constexpr (bulk_copies)
     {

@@ -45,7 +45,7 @@ public:
   static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, int seq, int first_head,
                                            int heads, int block_threads)
   {
-    const float scale = p.scale * key_scale(p, first_head / p.gqa_ratio); // a block's heads share a KV head
+    const float scale = p.scale * cache_key_scale(p, first_head / p.gqa_ratio); // a block's heads share a KV head
     for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
     {
       const int g = i / HeadDim, d = i % HeadDim;
@@ -55,22 +55,9 @@ public:
     }
   }
 
-  /// K's dequantization scale of a KV head: 1 unless the cache is fp8.
-  static PAGEDATTN_DEVICE float key_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
-  {
-    if constexpr (is_fp8<KvT>) { return p.k_scale[kv_head * p.scale_head_stride]; }
-    else { return 1.f; }
-  }
-  /// V's, likewise.
-  static PAGEDATTN_DEVICE float value_scale(const PagedAttentionParams<T, KvT>& p, int kv_head)
-  {
-    if constexpr (is_fp8<KvT>) { return p.v_scale[kv_head * p.scale_head_stride]; }
-    else { return 1.f; }
-  }
-
   PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p, int /*seq*/,
                                    int first_head, int /*heads*/)
-      : shared_(shared), loop_(loop), p_(p), value_scale_(value_scale(p, first_head / p.gqa_ratio))
+      : shared_(shared), loop_(loop), p_(p), value_scale_(cache_value_scale(p, first_head / p.gqa_ratio))
   {
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }

@@ -3,9 +3,10 @@
 // one 3-D map per cache whose box is one cache block's run of one KV head, so that a copy's coordinates are
 // (0, 0, block_id * num_kv_heads + kv_head). Host code; the maps travel in PagedAttentionParams.
 //
-// A run (vLLM's K [head / 8][bs][8] or V [head][bs] of one block and KV head) is head x bs contiguous
-// elements; both maps see it as rows of 64 elements: dims {64, head · bs / 64, blocks · kv_heads}, box
-// {64, head · bs / 64, 1}. K is not swizzled; V is, by 128 bytes (KvTileStageBulk::Layout::v_unit).
+// A run (vLLM's K [head / x][bs][x] or V [head][bs] of one block and KV head) is head x bs contiguous
+// elements; both maps see it as rows of 128 bytes (r = 64 elements of 16 bits, 128 of fp8): dims
+// {r, head · bs / r, blocks · kv_heads}, box {r, head · bs / r, 1}. K is not swizzled; a 16-bit V is, by
+// 128 bytes (KvTileStageBulk::Layout::v_unit); an fp8 V is not (KvTileConvertFp8).
 // The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
@@ -30,27 +31,30 @@ struct CacheTensorMapShape {
   int swizzle_bytes;        ///< 0 (none) or 128
 };
 
-/// A cache block's run of one KV head (head x bs elements, contiguous in both caches) as rows of 64
-/// elements (128 bytes): a copy's box rows are as wide as the copy engine moves well (rows of 32 bytes,
-/// V's own, made the copies ~4 % slower, bench/NOTES.md session 14).
-inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads, int swizzle_bytes)
+/// A cache block's run of one KV head (head x bs elements of element_bytes, contiguous in both caches) as
+/// rows of 128 bytes: a copy's box rows are as wide as the copy engine moves well (rows of 32 bytes, V's
+/// own at fp16, made the copies ~4 % slower, bench/NOTES.md session 14).
+inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks,
+                                                int num_kv_heads, int swizzle_bytes)
 {
   const std::uint64_t runs = static_cast<std::uint64_t>(num_blocks) * static_cast<std::uint64_t>(num_kv_heads);
-  constexpr std::uint32_t row = tensor_copy_row_bytes / 2; // elements of 2 bytes
+  const std::uint32_t row = tensor_copy_row_bytes / element_bytes; // elements
   const std::uint32_t rows = static_cast<std::uint32_t>(head_size * block_size) / row;
-  return {{row, rows, runs}, {2ull * row, 2ull * head_size * block_size}, {row, rows, 1u}, swizzle_bytes};
+  const std::uint64_t run_bytes = static_cast<std::uint64_t>(element_bytes) * head_size * block_size;
+  return {{row, rows, runs}, {static_cast<std::uint64_t>(tensor_copy_row_bytes), run_bytes}, {row, rows, 1u}, swizzle_bytes};
 }
 
 /// K: as it lies (its shared layout is conflict-free).
-inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks, int num_kv_heads)
 {
-  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 0);
+  return run_tensor_map_shape(head_size, block_size, element_bytes, num_blocks, num_kv_heads, 0);
 }
 
-/// V: swizzled by 128 bytes (KvTileStageBulk::Layout::v_unit), so that its ldmatrix phases are conflict-free.
-inline CacheTensorMapShape value_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads)
+/// V: 16-bit caches swizzled by 128 bytes (KvTileStageBulk::Layout::v_unit), so that the fold's ldmatrix
+/// phases are conflict-free; fp8 caches as they lie (KvTileConvertFp8 reads them linearly).
+inline CacheTensorMapShape value_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks, int num_kv_heads)
 {
-  return run_tensor_map_shape(head_size, block_size, num_blocks, num_kv_heads, 128);
+  return run_tensor_map_shape(head_size, block_size, element_bytes, num_blocks, num_kv_heads, element_bytes == 2 ? 128 : 0);
 }
 
 #if PAGEDATTN_HAS_TENSOR_MAPS
@@ -71,13 +75,15 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
   return encode;
 }
 
-inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, const CacheTensorMapShape& shape, const char* name)
+inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, int element_bytes, const CacheTensorMapShape& shape,
+                                           const char* name)
 {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (!encode) { return fail(cudaErrorNotSupported, "pagedattn::Decode: the driver has no cuTensorMapEncodeTiled (the sm_90 tensor copies need it)"); }
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUtensorMapSwizzle swizzle = shape.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
-  const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
+  const CUtensorMapDataType type = element_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  const CUresult result = encode(&map, type, 3, const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
                                  element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
@@ -106,10 +112,12 @@ cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_vers
       return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(runs) +
                                              ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
     }
-    PAGEDATTN_RETURN_IF_ERROR(
-        encode_cache_tensor_map(p.key_map, p.key_cache, key_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "key_cache"));
-    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache,
-                                                      value_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads), "value_cache"));
+    constexpr int bytes = static_cast<int>(sizeof(KvT));
+    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, bytes,
+                                                      key_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads), "key_cache"));
+    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, bytes,
+                                                      value_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads),
+                                                      "value_cache"));
   }
 #else
   (void)p;
