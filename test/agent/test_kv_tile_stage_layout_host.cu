@@ -3,7 +3,6 @@
 // unit of a stage is used once, and the ldmatrix phases have the bank conflicts the header states (none
 // for K; for V 1, 2, 4-way at block 8, 16, 32 with plain bulk copies, none with tensor copies, whose V
 // lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
-#include <pagedattn/agent/kv_tile_convert_fp8.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
@@ -168,41 +167,34 @@ TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy can
 #endif
 }
 
-TEST_CASE("fp8 conversion: every fp8 K and V byte of a stage lands on its element of the 16-bit stage", "[kv_tile_stage][fp8][host]")
+TEST_CASE("bulk stage, fp8: the fold's K units and V rows and words address the cache's bytes", "[kv_tile_stage][fp8][host]")
 {
   auto check = [](auto head_dim) {
     constexpr int H = decltype(head_dim)::value;
-    using Convert = pagedattn::KvTileConvertFp8<__half, pagedattn::fp8_e4m3, H, 128, true>;
-    using Stage = typename Convert::Stage;
+    using Stage = pagedattn::KvTileStageBulk<pagedattn::fp8_e4m3, H, 128, true>;
+    static_assert(Stage::key_vectors == H / 16 && Stage::k_units == H * 2, "16 fp8 elements per unit");
     for (int lb = 3; lb <= 5; ++lb)
     {
       CAPTURE(H, lb);
       const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
       const typename Stage::Layout layout(lb);
-      std::set<int> k_seen, v_seen;
       for (int b = 0; b < blocks; ++b)
       {
+        CHECK(Stage::run_first_unit(b, false, lb) * 16 == b * H * bs); // runs of H x bs bytes, back to back
         for (int d = 0; d < H; ++d)
         {
           for (int t = 0; t < bs; ++t)
           {
-            // K: the cache's [head/16][bs][16] bytes per run, runs back to back: byte d % 16 of unit u8.
-            const int u8 = ((b * (H / 16) + d / 16) << lb) + t;
-            const int k16 = Convert::converted_key_unit(u8, (d % 16) / 8, lb);
-            CHECK(k16 == layout.k_unit(d / 8, b * bs + t)); // element d % 8 of that unit in both
-            k_seen.insert(k16 * 8 + d % 8);
-            // V: [head][bs] bytes per run: byte (b H + d) bs + t is element byte % 8 of linear 16-bit unit byte / 8.
-            const int byte = (b * H + d) * bs + t;
-            const int v16 = Stage::Layout::v_place(byte / 8);
-            CHECK(v16 == layout.v_unit(d, (b * bs + t) / 8));
-            CHECK(byte % 8 == t % 8);
-            v_seen.insert(v16 * 8 + byte % 8);
+            const int token = b * bs + t;
+            // K: the cache's [head/16][bs][16] bytes per run.
+            CHECK(layout.k_unit(d / 16, token) * 16 + d % 16 == b * H * bs + ((d / 16) * bs + t) * 16 + d % 16);
+            // V: [head][bs] bytes per run.
+            const int v_byte = (b * H + d) * bs + t;
+            CHECK(layout.v_fp8_byte(d, token) == v_byte);
+            if (bs >= 16) { CHECK(layout.v_fp8_unit(d, token / 16) * 16 + token % 16 == v_byte); }
           }
         }
       }
-      CHECK(int(k_seen.size()) == Stage::k_units * 8); // a bijection onto the 16-bit stage
-      CHECK(int(v_seen.size()) == Stage::v_units * 8);
-      CHECK(Convert::CacheStage::k_units * 2 == Stage::k_units);
     }
   };
   check(std::integral_constant<int, 64>{});

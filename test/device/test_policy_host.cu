@@ -14,10 +14,7 @@ void check_limits()
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT>;
   using Fold = typename Agent::Fold;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
-  // The tensor-core fold of an fp8 cache keeps the 16-bit pipeline's bytes in flight in twice the stages,
-  // plus the converted tile: two blocks per SM on sm_90 (227 KB), where the 16-bit fold fits three at head 128.
-  constexpr std::size_t budget = fp8_on_tensor_cores ? 227 * 1024 / 2 : Policy::smem_budget_bytes;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT>() <= budget);
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -34,8 +31,9 @@ void check_limits()
     using Tile = typename Fold::Tile;
     if constexpr (fp8_on_tensor_cores)
     {
-      CHECK(Fold::stages == 2 * Policy::stages); // fp8 tiles of half the bytes: the 16-bit pipeline's bytes in flight
-      CHECK(sizeof(typename Fold::CacheStage::Storage) * 2 == sizeof(typename Fold::Stage::Storage));
+      // fp8 tiles of half the bytes, twice the stages: the 16-bit pipeline's bytes in flight
+      CHECK(Fold::stages == 2 * Policy::stages);
+      CHECK(sizeof(typename Fold::Stage::Storage) * 2 == sizeof(typename pagedattn::KvTileStageBulk<T, HeadDim, Policy::block_threads>::Storage));
     }
     CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head

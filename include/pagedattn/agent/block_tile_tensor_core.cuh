@@ -22,10 +22,21 @@
 //       tokens; a head's max and sum reduce over its lanes_per_head lanes.
 //   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T:
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
-// Scores and the output accumulate in fp32; P is rounded to T for the PV product. An fp8 cache (KvT) is
-// folded from its 16-bit conversion (KvTileConvertFp8): K's scale multiplies the scores with the softmax
-// scale, V's the partial's values.
+// Scores and the output accumulate in fp32; P is rounded to T for the PV product.
+//
+// An fp8 cache (KvT; Stage holds its bytes as they lie): ldmatrix reads rows of 16 fp8 bytes, so lane (g, q)
+// gets four consecutive elements 4q .. 4q + 3 of its row in one register, which become the pairs (4q,
+// 4q + 1) and (4q + 2, 4q + 3) of T (fp8x4_to_pairs). The mma's k-slots 2q, 2q + 1 and 2q + 8, 2q + 9 then
+// hold elements 4q, 4q + 1 and 4q + 2, 4q + 3 of the 16: a permutation of k, applied to the B operand too
+// (the sum over k is the same products; their fp32 accumulation order inside the mma is the hardware's):
+//   QK step s, slab j: one ldmatrix_x4 of tokens 0 .. 31 (a matrix per 8 tokens) x dims 16s .. 16s + 15
+//       gives A of both m-tiles; B = Q^T: lane (g, q) holds dims 16s + 4q .. 16s + 4q + 3 of head g.
+//   PV m-tile m, slab j: one ldmatrix_x4 of dims 16m .. 16m + 15 x tokens 0 .. 31 (a matrix per 8 dims and
+//       16 tokens; at bs 8, four 4-byte loads) gives A of both k-steps; B = P^T: lane (g, q) reads
+//       P[head g][16 step + 4q .. + 3] (8 bytes).
+// K's scale multiplies the scores with the softmax scale, V's the partial's values.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/thread/thread_fp8.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_mma.cuh>
@@ -49,7 +60,9 @@ public:
   /// two: 64x4096 at 32/8 heads ran 16 % slower, bench/NOTES.md session 14. Not until the model counts
   /// the kernel's real occupancy.)
   static constexpr int score_stride = tile_tokens + 8;
-  static constexpr int p_stride = tile_tokens + 8;                  ///< elements per P row: conflict-free B reads
+  static constexpr bool fp8_cache = is_fp8<KvT>;
+  /// Elements per P row: conflict-free B reads (4 bytes per lane: + 8; fp8's 8 bytes per lane: + 16).
+  static constexpr int p_stride = tile_tokens + (fp8_cache ? 16 : 8);
   static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
   static constexpr int lanes_per_head = warp_threads / heads_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
@@ -85,9 +98,9 @@ public:
       query_[i] = uint2{0, 0};
       if (s < k_steps && g < heads)
       {
-        // Element-wise: query rows need not be 4-byte aligned.
-        const T* d = row + 16 * s + 2 * q;
-        query_[i] = uint2{pack(d[0], d[1]), pack(d[8], d[9])};
+        // Element-wise: query rows need not be 4-byte aligned. (fp8: k-slots 2q.. hold dims 4q.., above.)
+        const T* d = row + 16 * s + (fp8_cache ? 4 * q : 2 * q);
+        query_[i] = fp8_cache ? uint2{pack(d[0], d[1]), pack(d[2], d[3])} : uint2{pack(d[0], d[1]), pack(d[8], d[9])};
       }
 #pragma unroll
       for (int k = 0; k < 4; ++k) { out_[i][k] = 0.f; }
@@ -121,13 +134,32 @@ public:
     {
       const int step = warp + i * Warps;
       if (steps_per_warp * Warps != k_steps && step >= k_steps) { break; } // warp-uniform
-#pragma unroll
-      for (int r = 0; r < 2 * Slabs; ++r)
+      if constexpr (fp8_cache)
       {
-        if (PartialTile && r >= live_steps) { break; } // block-uniform
-        std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-        ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
-        mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
+#pragma unroll
+        for (int j = 0; j < Slabs; ++j)
+        {
+          if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+          std::uint32_t k[4]; // tokens 8i + g, dims 16 step + 4q .. + 3
+          ldmatrix_x4(&stage[j].k[layout_.k_unit(step, lane)], k[0], k[1], k[2], k[3]);
+          std::uint32_t a[4][2];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(k[e], a[e][0], a[e][1]); }
+          mma_m16n8k16<T>(s[2 * j], a[0][0], a[1][0], a[0][1], a[1][1], query_[i].x, query_[i].y);
+          if (PartialTile && 2 * j + 1 >= live_steps) { break; }
+          mma_m16n8k16<T>(s[2 * j + 1], a[2][0], a[3][0], a[2][1], a[3][1], query_[i].x, query_[i].y);
+        }
+      }
+      else
+      {
+#pragma unroll
+        for (int r = 0; r < 2 * Slabs; ++r)
+        {
+          if (PartialTile && r >= live_steps) { break; } // block-uniform
+          std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
+          ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
+          mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
+        }
       }
     }
 #pragma unroll
@@ -198,6 +230,43 @@ public:
     }
 
     // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
+    if constexpr (fp8_cache)
+    {
+#pragma unroll
+      for (int j = 0; j < Slabs; ++j)
+      {
+        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+        const uint2 b0 = *reinterpret_cast<const uint2*>(&temp_.p[g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
+        const uint2 b1 = *reinterpret_cast<const uint2*>(&temp_.p[g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
+        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(stage[j].v);
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
+          if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
+          {
+            ldmatrix_x4(&stage[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
+          }
+          else // bs 8: a dim's 8 tokens per block, read as words
+          {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+              v[e] = *reinterpret_cast<const std::uint32_t*>(v_bytes + layout_.v_fp8_byte(16 * m + g + 8 * (e & 1), 16 * (e >> 1) + 4 * q));
+            }
+          }
+          std::uint32_t a[4][2];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
+          mma_m16n8k16<T>(out_[i], a[0][0], a[1][0], a[0][1], a[1][1], b0.x, b0.y);
+          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+          mma_m16n8k16<T>(out_[i], a[2][0], a[3][0], a[2][1], a[3][1], b1.x, b1.y);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int st = 0; st < 2 * Slabs; ++st)
     {

@@ -19,8 +19,9 @@
 // (bench/racecheck_bulk_probe.cu): with plain ones it reports hazards that are not there.
 //
 // An fp8 cache (T of one byte) is staged the same way, its runs as they lie (K [head/16][bs][16], V
-// [head][bs] bytes, not swizzled), for KvTileConvertFp8 to turn into a 16-bit stage; Layout and
-// ClearDeadValues are for 16-bit stages only.
+// [head][bs] bytes, not swizzled). A K unit is 16 dims of a token (k_unit, the same formula); an ldmatrix
+// row of V is a dim's 16 tokens of one cache block (v_fp8_unit, bs >= 16), or, at bs 8, the fold reads
+// V by 4-byte words (v_fp8_byte).
 //
 // Copies: one warp issues a tile's copies, lane r the run r (K of cache block r / 2 when r is even, its V
 // when odd). Blocks past the partition's end, and blocks whose id lies outside [0, num_blocks) (reported,
@@ -68,6 +69,7 @@ public:
   class Layout {
   public:
     PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
+    PAGEDATTN_HOST_DEVICE int log2_block_size() const { return log2_bs_; }
     /// Unit holding dims 8 vector .. 8 vector + 7 of tile token `token`.
     PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) const
     {
@@ -81,6 +83,17 @@ public:
     }
     /// Where unit o of the v array's runs, counted in the cache's order, lies.
     static PAGEDATTN_HOST_DEVICE int v_place(int o) { return TensorCopies ? o ^ ((o >> 3) & 7) : o; }
+    /// fp8 stages, bs >= 16: the unit holding tile tokens 16 unit .. 16 unit + 15 of dim `dim`.
+    PAGEDATTN_HOST_DEVICE int v_fp8_unit(int dim, int unit) const
+    {
+      const int log2_units = log2_bs_ - 4; // 16-token units per block row
+      return ((((unit << 4) >> log2_bs_) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+    }
+    /// fp8 stages: the byte of tile token `token` of dim `dim`.
+    PAGEDATTN_HOST_DEVICE int v_fp8_byte(int dim, int token) const
+    {
+      return (((token >> log2_bs_) * HeadDim + dim) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
+    }
 
   private:
     int log2_bs_;
@@ -150,6 +163,18 @@ public:
     const int live_tokens = end_token - token0; // 1 .. Slabs * tile_tokens - 1: the tile is partly live
     if (live_tokens % 16 == 0) { return; }       // the end is a step boundary: nothing dead is read
     const Layout layout(log2_block_size);
+    if constexpr (sizeof(T) == 1)
+    {
+      // fp8: the step's dead tokens of every dim, a byte each (0x00 is +0 in both formats).
+      const int first = live_tokens & ~15;
+      for (int i = threadIdx.x; i < 16 * HeadDim; i += BlockThreads)
+      {
+        const int dim = i >> 4, token = first + (i & 15);
+        if (token < live_tokens) { continue; }
+        reinterpret_cast<unsigned char*>(stage[token / tile_tokens].v)[layout.v_fp8_byte(dim, token % tile_tokens)] = 0;
+      }
+      return;
+    }
     const int first_unit = 2 * (live_tokens / 16); // the step's two 8-token units, counted over the tile
     for (int i = threadIdx.x; i < 2 * HeadDim; i += BlockThreads)
     {

@@ -21,14 +21,12 @@
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 //
-// An fp8 cache (KvT, sm_90 copies only): 2 S buffers of fp8 tiles (the bytes of S 16-bit ones), each
-// converted after it lands into one 16-bit buffer that the tile folds (KvTileConvertFp8):
-//   tile i: barrier (every warp done with tile i-1's 16-bit buffer and its conversion of fp8 buffer
-//           (i-1) mod 2S), issue tile i+2S-1 into that buffer, wait for tile i, convert it, barrier, fold.
+// An fp8 cache (KvT, sm_90 copies only): the tiles land as they lie in the cache, in 2 S buffers (the
+// bytes in flight of S 16-bit ones), and the tile converts each element into its mma operand as it reads
+// it (BlockTileTensorCore). The pipeline is the bulk one.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
-#include <pagedattn/agent/kv_tile_convert_fp8.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 
@@ -58,15 +56,10 @@ public:
   static constexpr KvCopy kv_copy = KvCopy::cp_async;
 #endif
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
-  using Convert = std::conditional_t<fp8_cache,
-                                     KvTileConvertFp8<T, std::conditional_t<fp8_cache, KvT, fp8_e4m3>, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                                     void>;
-  /// The 16-bit stage the tile folds: the copies' own, or (fp8) the conversion's.
-  using Stage = std::conditional_t<fp8_cache, KvTileStageBulk<T, HeadDim, block_threads, true>,
+  /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
+  using Stage = std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                                    std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                                                       KvTileStage<T, HeadDim, block_threads>>>;
-  /// Where the copies land: the 16-bit stage, or (fp8) the cache's bytes as they lie.
-  using CacheStage = std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>, Stage>;
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
@@ -83,20 +76,12 @@ public:
 
   /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
   /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v16).
-  struct alignas(128) StorageSameTypes {
+  struct alignas(128) TempStorage {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
     std::uint64_t landed[stages];         ///< bulk copies: each buffer's mbarrier (one phase per tile)
   };
-  struct alignas(128) StorageFp8 {
-    typename CacheStage::Storage stage[stages][slabs];
-    alignas(128) typename Stage::Storage converted[slabs]; ///< the tile being folded, in T
-    typename Tile::TempStorage tile;
-    int block_ids[max_partition_blocks];
-    std::uint64_t landed[stages];
-  };
-  using TempStorage = std::conditional_t<fp8_cache, StorageFp8, StorageSameTypes>;
 
   /// Block-wide, before the sequence's length is known (so that the two loads overlap): stage the block
   /// table entries of the partition starting at first_token, as far as the table row goes. Run() reads
@@ -143,9 +128,8 @@ public:
         if (i < tiles && arch::warp_id() == 0)
         {
           const int offset = i * tile_tokens; // from the partition's first token
-          bad |= CacheStage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p,
-                                                  temp.block_ids + (offset >> log2_block_size), work.kv_head, work.first_token + offset,
-                                                  work.end_token, log2_block_size);
+          bad |= Stage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p, temp.block_ids + (offset >> log2_block_size),
+                                             work.kv_head, work.first_token + offset, work.end_token, log2_block_size);
         }
       }
       else if constexpr (!fp8_cache)
@@ -187,14 +171,7 @@ public:
         load(i + stages - 1);
       }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      typename Stage::Storage* folded;
-      if constexpr (fp8_cache)
-      {
-        Convert::template Convert<slabs>(temp.stage[i % stages], temp.converted, log2_block_size);
-        __syncthreads(); // every thread's conversion, before ClearDeadValues and the fold read it
-        folded = temp.converted;
-      }
-      else { folded = temp.stage[i % stages]; }
+      typename Stage::Storage* folded = temp.stage[i % stages];
       if (token0 + tile_tokens > work.end_token) // the partition's last tile, partly live (block-uniform)
       {
         // Visible to the tile's PV product after the barriers inside Consume.

@@ -6,7 +6,8 @@
 // A run (vLLM's K [head / x][bs][x] or V [head][bs] of one block and KV head) is head x bs contiguous
 // elements; both maps see it as rows of 128 bytes (r = 64 elements of 16 bits, 128 of fp8): dims
 // {r, head · bs / r, blocks · kv_heads}, box {r, head · bs / r, 1}. K is not swizzled; a 16-bit V is, by
-// 128 bytes (KvTileStageBulk::Layout::v_unit); an fp8 V is not (KvTileConvertFp8).
+// 128 bytes (KvTileStageBulk::Layout::v_unit); an fp8 V is not (its ldmatrix rows, a dim's 16 tokens,
+// are 16 bytes apart at bs 16: conflict-free as they lie).
 // The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
@@ -51,7 +52,7 @@ inline CacheTensorMapShape key_tensor_map_shape(int head_size, int block_size, i
 }
 
 /// V: 16-bit caches swizzled by 128 bytes (KvTileStageBulk::Layout::v_unit), so that the fold's ldmatrix
-/// phases are conflict-free; fp8 caches as they lie (KvTileConvertFp8 reads them linearly).
+/// phases are conflict-free; fp8 caches as they lie (BlockTileTensorCore reads them as they lie).
 inline CacheTensorMapShape value_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks, int num_kv_heads)
 {
   return run_tensor_map_shape(head_size, block_size, element_bytes, num_blocks, num_kv_heads, element_bytes == 2 ? 128 : 0);
