@@ -1,19 +1,26 @@
 #pragma once
 // vLLM 0.6.x's paged_attention_v1/v2 arguments -> pagedattn::DecodeArguments, with every check that the
-// library's own validation cannot make from raw pointers (shapes, dtypes, devices, layouts, the options
-// pagedattn does not support). Free of PyTorch, so that host tests build it without torch
-// (test/python/test_vllm_arguments_host.cu); python/csrc/torch_ops.cu fills TensorInfo from at::Tensor.
+// library's own validation cannot make from raw pointers (shapes, dtypes, devices, layouts, kv_cache_dtype
+// and the fp8 scales, the options pagedattn does not support). Free of PyTorch, so that host tests build it
+// without torch (test/python/test_vllm_arguments_host.cu); python/csrc/torch_ops.cu fills TensorInfo from
+// at::Tensor.
 // Every message names the argument as vLLM's signature does.
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
+#include <pagedattn/util_fp8.cuh>
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace pagedattn_python {
 
-enum class DType { f16, bf16, f32, i32, other };
+/// A tensor's dtype, as far as the checks tell them apart. vLLM 0.6 stores an fp8 cache as uint8 (u8);
+/// f8_e4m3 and f8_e5m2 are torch.float8_e4m3fn and torch.float8_e5m2.
+enum class DType { f16, bf16, f32, i32, u8, f8_e4m3, f8_e5m2, other };
 
 inline const char* dtype_name(DType t)
 {
@@ -23,10 +30,44 @@ inline const char* dtype_name(DType t)
   case DType::bf16: return "bfloat16";
   case DType::f32: return "float32";
   case DType::i32: return "int32";
+  case DType::u8: return "uint8";
+  case DType::f8_e4m3: return "float8_e4m3fn";
+  case DType::f8_e5m2: return "float8_e5m2";
   default: return "another dtype";
   }
 }
-inline int dtype_bytes(DType t) { return t == DType::f32 || t == DType::i32 ? 4 : t == DType::other ? 0 : 2; }
+inline int dtype_bytes(DType t)
+{
+  switch (t)
+  {
+  case DType::f16:
+  case DType::bf16: return 2;
+  case DType::f32:
+  case DType::i32: return 4;
+  case DType::u8:
+  case DType::f8_e4m3:
+  case DType::f8_e5m2: return 1;
+  default: return 0;
+  }
+}
+
+/// vLLM's kv_cache_dtype: "auto" (the caches have the query's dtype), "fp8" and "fp8_e4m3" (OCP E4M3FN),
+/// "fp8_e5m2"; any other string is `unknown`.
+enum class KvCacheDtype { auto_, fp8_e4m3, fp8_e5m2, unknown };
+
+inline KvCacheDtype kv_cache_dtype_of(const std::string& s)
+{
+  if (s == "auto") { return KvCacheDtype::auto_; }
+  if (s == "fp8" || s == "fp8_e4m3") { return KvCacheDtype::fp8_e4m3; }
+  if (s == "fp8_e5m2") { return KvCacheDtype::fp8_e5m2; }
+  return KvCacheDtype::unknown;
+}
+
+/// The kv_cache_dtype whose caches have element type KvT (the query's type T for "auto").
+template <class KvT>
+inline constexpr KvCacheDtype kv_cache_dtype_for = std::is_same_v<KvT, pagedattn::fp8_e4m3>   ? KvCacheDtype::fp8_e4m3
+                                                   : std::is_same_v<KvT, pagedattn::fp8_e5m2> ? KvCacheDtype::fp8_e5m2
+                                                                                              : KvCacheDtype::auto_;
 
 /// Dimensions a TensorInfo holds. A tensor may have more (dim says how many): only the first
 /// max_tensor_dims sizes and strides are stored, and check() rejects it before any of them is read.
@@ -86,6 +127,41 @@ inline bool contiguous(const TensorInfo& t)
 
 inline bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/// A double as %g prints it (std::to_string's fixed 6 decimals would print 1e-9 as 0.000000).
+inline std::string number(double x)
+{
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", x);
+  return text;
+}
+
+/// An fp8 cache's k_scale or v_scale: a float32 that is finite and > 0 (the kernel multiplies by it as a
+/// float, so a double that rounds to 0 or to infinity there is refused too).
+inline std::string check_cache_scale(const char* name, double scale)
+{
+  const float as_float = static_cast<float>(scale);
+  if (as_float > 0.f && std::isfinite(as_float)) { return ""; }
+  return std::string(name) + " must be finite and > 0 (as a float32) with an fp8 cache, got " + number(scale);
+}
+
+/// key_cache's or value_cache's dtype: the query's with kv_cache_dtype "auto"; with an fp8 kv_cache_dtype
+/// uint8 (how vLLM 0.6 stores fp8) or the matching torch float8 dtype. kv is known (check() returned on
+/// `unknown` before).
+inline std::string check_cache_dtype(const char* name, DType cache, DType query, KvCacheDtype kv, const std::string& kv_cache_dtype)
+{
+  if (kv == KvCacheDtype::auto_)
+  {
+    if (cache == query) { return ""; }
+    const bool looks_fp8 = cache == DType::u8 || cache == DType::f8_e4m3 || cache == DType::f8_e5m2;
+    return std::string(name) + " must have the query's dtype (" + dtype_name(query) + ") with kv_cache_dtype 'auto', got " +
+           dtype_name(cache) + (looks_fp8 ? " (an fp8 cache needs kv_cache_dtype 'fp8', 'fp8_e4m3' or 'fp8_e5m2')" : "");
+  }
+  const DType float8 = kv == KvCacheDtype::fp8_e4m3 ? DType::f8_e4m3 : DType::f8_e5m2;
+  if (cache == DType::u8 || cache == float8) { return ""; }
+  return std::string(name) + " must be uint8 or " + dtype_name(float8) + " with kv_cache_dtype '" + kv_cache_dtype + "', got " +
+         dtype_name(cache);
+}
+
 /// Whether two (sequence, head) rows of a 3-D tensor whose last dimension is contiguous share an element.
 /// The outer dimensions that step (size > 1), in order of stride whatever their order in the shape, must
 /// each step past everything the dimensions inside them span.
@@ -141,16 +217,20 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   using detail::contiguous;
   using detail::shape_of;
   std::string e;
-  // Options pagedattn does not have yet, before the tensors: their message is the useful one.
-  if (v.kv_cache_dtype != "auto")
+  // The cache's format and the options, before the tensors: their message is the useful one.
+  const KvCacheDtype kv = kv_cache_dtype_of(v.kv_cache_dtype);
+  if (kv == KvCacheDtype::unknown)
   {
-    return "kv_cache_dtype '" + v.kv_cache_dtype + "' is not supported yet (only 'auto': the cache has the query's dtype)";
+    return "kv_cache_dtype '" + v.kv_cache_dtype + "' is not supported ('auto', 'fp8', 'fp8_e4m3' or 'fp8_e5m2')";
   }
-  if (v.k_scale != 1.0 || v.v_scale != 1.0)
+  const bool fp8 = kv != KvCacheDtype::auto_;
+  if (!fp8 && (v.k_scale != 1.0 || v.v_scale != 1.0))
   {
-    return "k_scale and v_scale must be 1.0 with kv_cache_dtype 'auto' (got " + std::to_string(v.k_scale) + ", " +
-           std::to_string(v.v_scale) + "): scaled fp8 caches are not supported yet";
+    return "k_scale and v_scale must be 1.0 with kv_cache_dtype 'auto' (got " + detail::number(v.k_scale) + ", " +
+           detail::number(v.v_scale) + "): they scale fp8 caches only";
   }
+  if (fp8 && !(e = detail::check_cache_scale("k_scale", v.k_scale)).empty()) { return e; }
+  if (fp8 && !(e = detail::check_cache_scale("v_scale", v.v_scale)).empty()) { return e; }
   if (v.blocksparse_vert_stride > 1)
   {
     return "blocksparse attention (blocksparse_vert_stride " + std::to_string(v.blocksparse_vert_stride) + " > 1) is not supported";
@@ -162,6 +242,10 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   if (q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::f32)
   {
     return std::string("query must be float16, bfloat16 or float32, got ") + dtype_name(q.dtype);
+  }
+  if (fp8 && q.dtype == DType::f32)
+  {
+    return "query must be float16 or bfloat16 with an fp8 cache (kv_cache_dtype '" + v.kv_cache_dtype + "'), got float32";
   }
   if (q.stride[2] != 1 && q.size[2] > 1) { return "query's last dimension (head_size) must be contiguous (stride 1)"; }
   // pagedattn reads a stride of 0 as "dense": a broadcast query would be read from the wrong places.
@@ -193,13 +277,10 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   {
     return e + " (vLLM's layout [num_blocks, num_kv_heads, head_size / x, block_size, x])";
   }
-  if (k.dtype != q.dtype)
-  {
-    return std::string("key_cache must have the query's dtype (") + dtype_name(q.dtype) + ") with kv_cache_dtype 'auto', got " +
-           dtype_name(k.dtype);
-  }
+  if (!(e = detail::check_cache_dtype("key_cache", k.dtype, q.dtype, kv, v.kv_cache_dtype)).empty()) { return e; }
   const std::int64_t x = k.size[4];
-  if (x * dtype_bytes(q.dtype) != 16) { return "key_cache's last dimension x must hold 16 bytes (" + std::to_string(16 / dtype_bytes(q.dtype)) + " elements), got " + std::to_string(x); }
+  const int cache_bytes = dtype_bytes(k.dtype); // 1 for an fp8 cache: x = 16
+  if (x * cache_bytes != 16) { return "key_cache's last dimension x must hold 16 bytes (" + std::to_string(16 / cache_bytes) + " elements), got " + std::to_string(x); }
   if (k.size[1] != v.num_kv_heads) { return "key_cache has " + std::to_string(k.size[1]) + " KV heads, num_kv_heads is " + std::to_string(v.num_kv_heads); }
   if (k.size[2] * x != head_size) { return "key_cache's head_size / x * x = " + std::to_string(k.size[2] * x) + " differs from the query's head_size " + std::to_string(head_size); }
   if (k.size[3] != v.block_size) { return "key_cache's block dimension is " + std::to_string(k.size[3]) + ", block_size is " + std::to_string(v.block_size); }
@@ -210,7 +291,7 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   {
     return e + " (vLLM's layout [num_blocks, num_kv_heads, head_size, block_size])";
   }
-  if (val.dtype != q.dtype) { return std::string("value_cache must have the query's dtype (") + dtype_name(q.dtype) + "), got " + dtype_name(val.dtype); }
+  if (!(e = detail::check_cache_dtype("value_cache", val.dtype, q.dtype, kv, v.kv_cache_dtype)).empty()) { return e; }
   if (val.size[0] != k.size[0] || val.size[1] != v.num_kv_heads || val.size[2] != head_size || val.size[3] != v.block_size)
   {
     return "value_cache must be [" + std::to_string(k.size[0]) + ", " + std::to_string(v.num_kv_heads) + ", " + std::to_string(head_size) +
@@ -267,21 +348,41 @@ inline std::string take_layout_from_key_cache(VllmPagedAttentionArgs& v)
   return "";
 }
 
-/// check(), then the Decode arguments for element type T (the query's). Returns "" or the message.
-template <class T>
-std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::DecodeArguments<T>& a)
+/// check(), then the Decode arguments for the query's element type T and the caches' KvT (T with
+/// kv_cache_dtype "auto", pagedattn::fp8_e4m3 or fp8_e5m2 with an fp8 one). Returns "" or the message.
+/// An fp8 cache's scales are read by the kernel from the device: device_scales is the caller's device
+/// float[2] that holds {k_scale, v_scale} by the time the launch runs (torch_ops.cu writes it on the
+/// launch's stream); one scale for all KV heads, as vLLM 0.6 has. Ignored with "auto".
+template <class T, class KvT>
+std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::DecodeArguments<T, KvT>& a,
+                                const float* device_scales = nullptr)
 {
   const std::string e = check(v);
   if (!e.empty()) { return e; }
-  a = pagedattn::DecodeArguments<T>{};
+  // The caller's choice of KvT against kv_cache_dtype: a mismatch would read the caches as another format.
+  if (kv_cache_dtype_of(v.kv_cache_dtype) != kv_cache_dtype_for<KvT>)
+  {
+    return "kv_cache_dtype '" + v.kv_cache_dtype + "' translated with another cache element type (a bug of the caller)";
+  }
+  if (pagedattn::is_fp8<KvT> && !device_scales)
+  {
+    return "k_scale and v_scale: kv_cache_dtype '" + v.kv_cache_dtype + "' needs the device float[2] for them (a bug of the caller)";
+  }
+  a = pagedattn::DecodeArguments<T, KvT>{};
   a.output = static_cast<T*>(const_cast<void*>(v.out.data));
   a.output_seq_stride = v.out.stride[0];
   a.output_head_stride = v.out.stride[1];
   a.query = static_cast<const T*>(v.query.data);
   a.query_seq_stride = v.query.stride[0];
   a.query_head_stride = v.query.stride[1];
-  a.key_cache = static_cast<const T*>(v.key_cache.data);
-  a.value_cache = static_cast<const T*>(v.value_cache.data);
+  a.key_cache = static_cast<const KvT*>(v.key_cache.data);
+  a.value_cache = static_cast<const KvT*>(v.value_cache.data);
+  if constexpr (pagedattn::is_fp8<KvT>)
+  {
+    a.k_scale = device_scales;
+    a.v_scale = device_scales + 1;
+    a.scale_head_stride = 0; // one k_scale and one v_scale per layer, for all its KV heads
+  }
   a.num_blocks = v.key_cache.size[0];
   a.block_tables = static_cast<const int*>(v.block_tables.data);
   a.max_blocks_per_seq = static_cast<int>(v.block_tables.size[1]);

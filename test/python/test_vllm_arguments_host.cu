@@ -4,15 +4,19 @@
 
 #include "support/test_support.cuh"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace {
 
 using pagedattn_python::DType;
+using pagedattn_python::KvCacheDtype;
 using pagedattn_python::TensorInfo;
 using pagedattn_python::VllmPagedAttentionArgs;
 
@@ -31,7 +35,7 @@ TensorInfo tensor(DType dtype, std::vector<std::int64_t> sizes, std::vector<std:
     t.stride[i] = strides.empty() ? dense : strides[i];
     dense *= sizes[i];
   }
-  static char storage[16];
+  alignas(16) static char storage[16];
   t.data = storage;
   return t;
 }
@@ -50,6 +54,22 @@ VllmPagedAttentionArgs valid()
   v.scale = 0.088;
   v.block_size = 16;
   v.max_seq_len = 640;
+  return v;
+}
+
+/// valid() with an fp8 cache as vLLM 0.6.3 passes it: kv_cache_dtype, the caches of `cache` dtype (uint8, or
+/// a torch float8 dtype) in the fp8 layout (x = 16), k_scale 0.5 and v_scale 2.0; `query` dtype queries.
+VllmPagedAttentionArgs valid_fp8(const char* kv_cache_dtype = "fp8", DType cache = DType::u8, DType query = DType::f16,
+                                 int head_size = 128)
+{
+  VllmPagedAttentionArgs v = valid();
+  v.query = tensor(query, {3, 24, head_size});
+  v.out = tensor(query, {3, 24, head_size});
+  v.key_cache = tensor(cache, {100, 4, head_size / 16, 16, 16});
+  v.value_cache = tensor(cache, {100, 4, head_size, 16});
+  v.kv_cache_dtype = kv_cache_dtype;
+  v.k_scale = 0.5;
+  v.v_scale = 2.0;
   return v;
 }
 
@@ -99,8 +119,10 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
     std::function<void(VllmPagedAttentionArgs&)> spoil;
   };
   const std::vector<Case> cases = {
-      {"kv_cache_dtype", [](auto& v) { v.kv_cache_dtype = "fp8_e4m3"; }},
-      {"k_scale", [](auto& v) { v.k_scale = 0.5; }},
+      {"kv_cache_dtype", [](auto& v) { v.kv_cache_dtype = "int8"; }},
+      {"k_scale", [](auto& v) { v.k_scale = 0.5; }}, // "auto": the scales must be 1
+      {"k_scale", [](auto& v) { v.v_scale = 2.0; }}, // (one message names both)
+      {"key_cache", [](auto& v) { v.key_cache.dtype = DType::u8; }}, // an fp8 cache with "auto"
       {"blocksparse", [](auto& v) { v.blocksparse_vert_stride = 8; }},
       {"query", [](auto& v) { v.query.cuda = false; }},
       {"query", [](auto& v) { v.query.dtype = DType::i32; }},
@@ -214,4 +236,131 @@ TEST_CASE("python op arguments: pytest's 13 bad inputs of pagedattn.decode and t
     pagedattn::DecodeArguments<__half> a;
     CHECK(!pagedattn_python::to_decode_arguments(v, a).empty());
   }
+}
+
+TEST_CASE("python op arguments: vLLM's fp8 caches become DecodeArguments<T, fp8_e4m3 / fp8_e5m2>", "[python][host][fp8]")
+{
+  // The caller's device float[2] {k_scale, v_scale}: torch_ops.cu writes it on the launch's stream.
+  static float device_scales[2];
+  struct Case {
+    const char* kv_cache_dtype;
+    DType cache, query;
+    int head_size;
+  };
+  // vLLM 0.6's uint8 caches and the torch float8 dtypes, "fp8" as e4m3, both query types, heads 128 and 256.
+  const std::vector<Case> cases = {
+      {"fp8", DType::u8, DType::f16, 128},          {"fp8_e4m3", DType::u8, DType::bf16, 256},
+      {"fp8_e5m2", DType::u8, DType::f16, 256},     {"fp8_e5m2", DType::u8, DType::bf16, 128},
+      {"fp8", DType::f8_e4m3, DType::bf16, 128},    {"fp8_e4m3", DType::f8_e4m3, DType::f16, 256},
+      {"fp8_e5m2", DType::f8_e5m2, DType::f16, 128},
+  };
+  for (const Case& c : cases)
+  {
+    INFO("kv_cache_dtype " << c.kv_cache_dtype << ", cache " << pagedattn_python::dtype_name(c.cache) << ", query "
+                           << pagedattn_python::dtype_name(c.query) << ", head " << c.head_size);
+    const VllmPagedAttentionArgs v = valid_fp8(c.kv_cache_dtype, c.cache, c.query, c.head_size);
+    REQUIRE(pagedattn_python::check(v).empty());
+    auto expect_translation = [&](auto a) {
+      REQUIRE(pagedattn_python::to_decode_arguments(v, a, device_scales).empty());
+      CHECK(a.k_scale == device_scales);
+      CHECK(a.v_scale == device_scales + 1);
+      CHECK(a.scale_head_stride == 0);
+      CHECK(static_cast<const void*>(a.key_cache) == v.key_cache.data);
+      CHECK(static_cast<const void*>(a.value_cache) == v.value_cache.data);
+      CHECK(a.head_size == c.head_size);
+      CHECK(a.num_kv_heads == 4);
+      CHECK(a.block_size == 16);
+      CHECK(a.num_blocks == 100);
+      CHECK(a.scale == Approx(0.088f));
+    };
+    const KvCacheDtype kv = pagedattn_python::kv_cache_dtype_of(c.kv_cache_dtype);
+    if (c.query == DType::f16 && kv == KvCacheDtype::fp8_e4m3) { expect_translation(pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3>{}); }
+    if (c.query == DType::f16 && kv == KvCacheDtype::fp8_e5m2) { expect_translation(pagedattn::DecodeArguments<__half, pagedattn::fp8_e5m2>{}); }
+    if (c.query == DType::bf16 && kv == KvCacheDtype::fp8_e4m3)
+    {
+      expect_translation(pagedattn::DecodeArguments<__nv_bfloat16, pagedattn::fp8_e4m3>{});
+    }
+    if (c.query == DType::bf16 && kv == KvCacheDtype::fp8_e5m2)
+    {
+      expect_translation(pagedattn::DecodeArguments<__nv_bfloat16, pagedattn::fp8_e5m2>{});
+    }
+  }
+  CHECK(pagedattn_python::kv_cache_dtype_of("fp8") == KvCacheDtype::fp8_e4m3);
+  CHECK(pagedattn_python::kv_cache_dtype_of("fp8_e4m3") == KvCacheDtype::fp8_e4m3);
+  CHECK(pagedattn_python::kv_cache_dtype_of("fp8_e5m2") == KvCacheDtype::fp8_e5m2);
+  CHECK(pagedattn_python::kv_cache_dtype_of("auto") == KvCacheDtype::auto_);
+  CHECK(pagedattn_python::kv_cache_dtype_of("fp8_e4m3fn") == KvCacheDtype::unknown);
+
+  // "auto" leaves the scale pointers null, whatever the caller passes (the library refuses them there).
+  pagedattn::DecodeArguments<__half> a;
+  REQUIRE(pagedattn_python::to_decode_arguments(valid(), a, device_scales).empty());
+  CHECK(a.k_scale == nullptr);
+  CHECK(a.v_scale == nullptr);
+  // Scales of any finite positive float32 pass, not only powers of two.
+  VllmPagedAttentionArgs v = valid_fp8();
+  v.k_scale = 3.0e-7;
+  v.v_scale = 1.0e30;
+  CHECK(pagedattn_python::check(v).empty());
+}
+
+TEST_CASE("python op arguments: each bad argument of an fp8 call is named", "[python][host][fp8]")
+{
+  struct Case {
+    const char* name;
+    std::function<void(VllmPagedAttentionArgs&)> spoil;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<Case> cases = {
+      {"kv_cache_dtype", [](auto& v) { v.kv_cache_dtype = "fp8_e4m3fn"; }}, // torch's name, not vLLM's
+      {"kv_cache_dtype", [](auto& v) { v.kv_cache_dtype = "FP8"; }},
+      {"kv_cache_dtype", [](auto& v) { v.kv_cache_dtype = ""; }},
+      {"k_scale", [](auto& v) { v.k_scale = 0.0; }},
+      {"k_scale", [](auto& v) { v.k_scale = -0.5; }},
+      {"k_scale", [=](auto& v) { v.k_scale = nan; }},
+      {"k_scale", [=](auto& v) { v.k_scale = inf; }},
+      {"k_scale", [](auto& v) { v.k_scale = 1e-60; }}, // 0 as a float32
+      {"k_scale", [](auto& v) { v.k_scale = 1e60; }},  // infinity as a float32
+      {"v_scale", [](auto& v) { v.v_scale = 0.0; }},
+      {"v_scale", [=](auto& v) { v.v_scale = nan; }},
+      {"v_scale", [=](auto& v) { v.v_scale = -inf; }},
+      {"query must be float16 or bfloat16 with an fp8 cache", [](auto& v) { v.query.dtype = v.out.dtype = DType::f32; }},
+      {"key_cache must be uint8 or float8_e4m3fn", [](auto& v) { v.key_cache.dtype = DType::f16; }},
+      {"key_cache must be uint8 or float8_e4m3fn", [](auto& v) { v.key_cache.dtype = DType::f8_e5m2; }}, // the other format
+      {"key_cache must be uint8 or float8_e5m2", [](auto& v) { v.kv_cache_dtype = "fp8_e5m2"; v.key_cache.dtype = DType::f8_e4m3; }},
+      {"key_cache", [](auto& v) { v.key_cache.dtype = DType::i32; }},
+      {"value_cache must be uint8 or float8_e4m3fn", [](auto& v) { v.value_cache.dtype = DType::bf16; }},
+      {"value_cache must be uint8 or float8_e5m2", [](auto& v) { v.kv_cache_dtype = "fp8_e5m2"; v.key_cache.dtype = DType::f8_e5m2; v.value_cache.dtype = DType::f8_e4m3; }},
+      // The 16-bit layout (x = 8, head_size / 8 rows) with one-byte elements: x must be 16.
+      {"key_cache's last dimension x must hold 16 bytes (16 elements), got 8", [](auto& v) { v.key_cache = tensor(DType::u8, {100, 4, 16, 16, 8}); }},
+      {"key_cache", [](auto& v) { v.key_cache = tensor(DType::u8, {100, 4, 4, 16, 16}); }}, // head 64 of rows for a query of 128
+      {"value_cache", [](auto& v) { v.value_cache = tensor(DType::u8, {100, 4, 64, 16}); }},
+      {"blocksparse", [](auto& v) { v.blocksparse_vert_stride = 8; }},
+  };
+  for (const Case& c : cases)
+  {
+    VllmPagedAttentionArgs v = valid_fp8();
+    c.spoil(v);
+    const std::string message = pagedattn_python::check(v);
+    INFO("case " << (&c - cases.data()) << " (" << c.name << "): \"" << message << "\"");
+    CHECK(message.find(c.name) != std::string::npos);
+    static float device_scales[2];
+    pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3> a;
+    CHECK(!pagedattn_python::to_decode_arguments(v, a, device_scales).empty());
+  }
+}
+
+TEST_CASE("python op arguments: the translation refuses a caller's mismatched cache type or missing device scales",
+          "[python][host][fp8]")
+{
+  static float device_scales[2];
+  const VllmPagedAttentionArgs v = valid_fp8("fp8_e5m2");
+  pagedattn::DecodeArguments<__half, pagedattn::fp8_e5m2> right;
+  CHECK(pagedattn_python::to_decode_arguments(v, right, device_scales).empty());
+  CHECK(pagedattn_python::to_decode_arguments(v, right).find("k_scale and v_scale") != std::string::npos); // no device float[2]
+  pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3> other_format;
+  CHECK(pagedattn_python::to_decode_arguments(v, other_format, device_scales).find("kv_cache_dtype") != std::string::npos);
+  pagedattn::DecodeArguments<__half> sixteen_bit;
+  CHECK(pagedattn_python::to_decode_arguments(v, sixteen_bit, device_scales).find("kv_cache_dtype") != std::string::npos);
+  pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3> fp8_for_auto;
+  CHECK(pagedattn_python::to_decode_arguments(valid(), fp8_for_auto, device_scales).find("kv_cache_dtype") != std::string::npos);
 }
