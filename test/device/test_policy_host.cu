@@ -31,15 +31,18 @@ void check_limits()
     using Tile = typename Fold::Tile;
     if constexpr (fp8_on_tensor_cores)
     {
-      // fp8 tiles of half the bytes, twice the stages: the 16-bit pipeline's bytes in flight
-      CHECK(Fold::stages == 2 * Policy::stages);
-      CHECK(sizeof(typename Fold::Stage::Storage) * 2 == sizeof(typename pagedattn::KvTileStageBulk<T, HeadDim, Policy::block_threads>::Storage));
+      // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
+      using Fold16 = typename pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::Fold;
+      using Storage16 = typename pagedattn::KvTileStageBulk<T, HeadDim, Policy::block_threads>::Storage;
+      const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Stage::Storage);
+      CHECK(in_flight >= Fold16::stages * Fold16::slabs * sizeof(Storage16));
+      CHECK(in_flight <= std::size_t(Policy::stages) * Policy::tile_bytes);
     }
     CHECK(MaxHeads <= Tile::max_heads);
     CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head
     CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
     CHECK(Fold::tile_tokens % 32 == 0);                                // whole 32-token slabs: whole cache blocks
-    CHECK((Fold::tile_tokens == 32 || Fold::tile_tokens * HeadDim * 4 <= Policy::tile_bytes)); // at most tile_bytes of K + V
+    CHECK((Fold::tile_tokens == 32 || Fold::tile_tokens * HeadDim * 2 * sizeof(KvT) <= std::size_t(Policy::tile_bytes))); // at most tile_bytes of K + V
     CHECK(Fold::stages >= 2);
   }
   else

@@ -265,22 +265,24 @@ public:
           mma_m16n8k16<T>(out_[i], a[2][0], a[3][0], a[2][1], a[3][1], b1.x, b1.y);
         }
       }
-      return;
     }
-#pragma unroll
-    for (int st = 0; st < 2 * Slabs; ++st)
+    else
     {
-      if (PartialTile && st >= live_steps) { break; } // block-uniform
-      const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
-      const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
 #pragma unroll
-      for (int i = 0; i < steps_per_warp; ++i)
+      for (int st = 0; st < 2 * Slabs; ++st)
       {
-        const int m = warp + i * Warps;
-        if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-        std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-        ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
-        mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
+        if (PartialTile && st >= live_steps) { break; } // block-uniform
+        const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
+        const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
+          ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
+          mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
+        }
       }
     }
   }

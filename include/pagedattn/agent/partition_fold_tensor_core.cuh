@@ -41,11 +41,15 @@ public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
   static constexpr bool fp8_cache = is_fp8<KvT>;
-  static constexpr int stages = fp8_cache ? 2 * Policy::stages : Policy::stages; ///< buffers of the cache's tiles
   /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
-  static constexpr int slabs_fitting = Policy::tile_bytes / (32 * HeadDim * 2 * 2);
+  static constexpr int slab_bytes = 32 * HeadDim * 2 * static_cast<int>(sizeof(KvT)); ///< K and V of 32 tokens
+  static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
   static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
+  /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
+  /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
+  /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
+  static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
   /// The policy's copies where the code being compiled has them: bulk copies in code for sm_90+, tensor
   /// copies where the toolkit also has tensor maps (the dispatch makes them then). A policy with bulk
   /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
