@@ -4,7 +4,10 @@
 // Each has a CUDA kernel and a Meta kernel (nothing to compute: the ops write `out` and return nothing),
 // so that torch.compile traces them and CUDA graphs capture them. The temporary storage is a buffer per
 // device and stream, kept between calls (from PyTorch's caching allocator), and inside a graph capture a
-// tensor from the graph's pool (launch_with_temporary_storage()). Bad input raises ValueError with pagedattn's message.
+// tensor from the graph's pool (with_stream_storage()). fp8 caches (kv_cache_dtype "fp8", "fp8_e4m3",
+// "fp8_e5m2") get their k_scale and v_scale on the device through a float[2] beside that storage, written
+// by a 1-thread kernel before each launch (write_cache_scales()). Bad input raises ValueError with
+// pagedattn's message.
 // The module pagedattn._C also exports each function for Python without the dispatcher (*_eager), the
 // path of a plain eager call (pagedattn/_paths.py says which calls take it).
 #include <ATen/ATen.h>
@@ -25,6 +28,7 @@
 namespace {
 
 using pagedattn_python::DType;
+using pagedattn_python::KvCacheDtype;
 using pagedattn_python::TensorInfo;
 using pagedattn_python::VllmPagedAttentionArgs;
 
@@ -36,6 +40,9 @@ DType dtype_of(const at::Tensor& t)
   case at::kBFloat16: return DType::bf16;
   case at::kFloat: return DType::f32;
   case at::kInt: return DType::i32;
+  case at::kByte: return DType::u8; // vLLM 0.6's fp8 caches
+  case at::kFloat8_e4m3fn: return DType::f8_e4m3;
+  case at::kFloat8_e5m2: return DType::f8_e5m2;
   default: return DType::other;
   }
 }
@@ -79,35 +86,71 @@ void check_decode(cudaError_t err)
 bool probe_skip_launch = false; ///< bench_ops's breakdown: every step of the call but the launch
 #endif
 
-/// A launch with the temporary storage of `stream`. Outside a graph capture that is the stream's own
-/// buffer, kept between calls and grown when a launch needs more: calls on one stream run in order, so
-/// they may share it (a replaced buffer goes back to the caching allocator's pool of that stream). The
-/// steady call is then one Decode, with the buffer's size: the library sizes the storage itself only
-/// when the buffer is too small (it refuses the launch, and nothing runs). Inside a capture the storage
-/// is a fresh tensor from the graph's pool, so that a replay, which may run on any stream, shares no
-/// memory with eager calls. The buffers live as long as the process.
-template <class T>
-void launch_with_temporary_storage(const pagedattn::DecodeArguments<T>& a, const at::Tensor& like, cudaStream_t stream)
+/// The op's device memory on one (device, stream), kept between calls.
+struct StreamStorage {
+  at::Tensor temp;   ///< Decode's temporary storage (bytes), grown when a launch needs more
+  at::Tensor scales; ///< fp8 caches: float32 {k_scale, v_scale}, written before each fp8 launch
+};
+
+/// Runs fn(storage) with the device memory of a launch on `stream`. Outside a graph capture that is the
+/// stream's own StreamStorage, kept between calls and held under a lock while fn queues its work: calls
+/// on one stream run in order, so they may share it (a replaced buffer goes back to the caching
+/// allocator's pool of that stream). Inside a capture it is a fresh StreamStorage whose tensors come from
+/// the graph's pool, so that a replay, which may run on any stream, shares no memory with eager calls. The
+/// stream's storage lives as long as the process.
+template <class Fn>
+void with_stream_storage(const at::Tensor& like, cudaStream_t stream, Fn&& fn)
 {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   const cudaError_t capture_err = cudaStreamIsCapturing(stream, &capture);
   TORCH_CHECK(capture_err == cudaSuccess, "pagedattn: cudaStreamIsCapturing failed (", cudaGetErrorString(capture_err), ")");
-  const auto options = like.options().dtype(at::kByte);
-  std::size_t bytes = 0;
   if (capture != cudaStreamCaptureStatusNone)
   {
-    check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a));
-    const at::Tensor temp = at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, options);
-    check_decode(pagedattn::DevicePagedAttention::Decode(temp.data_ptr(), bytes, a, stream));
+    StreamStorage captured; // empty: the launch sizes and takes its temporary storage from the graph's pool
+    fn(captured);
     return;
   }
-  struct Buffers {
+  struct Storages {
     std::mutex mutex;
-    std::map<std::pair<int, cudaStream_t>, at::Tensor> by_stream;
+    std::map<std::pair<int, cudaStream_t>, StreamStorage> by_stream;
   };
-  static Buffers* const buffers = new Buffers; // never destroyed: no CUDA frees after the runtime's teardown
-  const std::lock_guard<std::mutex> lock(buffers->mutex);
-  at::Tensor& buffer = buffers->by_stream[{like.get_device(), stream}];
+  static Storages* const storages = new Storages; // never destroyed: no CUDA frees after the runtime's teardown
+  const std::lock_guard<std::mutex> lock(storages->mutex);
+  fn(storages->by_stream[{like.get_device(), stream}]);
+}
+
+/// One thread: an fp8 call's scales into the float[2] that the decode reads.
+__global__ void write_cache_scales_kernel(float* scales, float k_scale, float v_scale)
+{
+  scales[0] = k_scale;
+  scales[1] = v_scale;
+}
+
+/// k_scale and v_scale where the kernel reads them (DecodeArguments' k_scale/v_scale are device pointers):
+/// the storage's float[2], written on `stream` just before the decode by a 1-thread kernel. A kernel's
+/// arguments are captured by value, so a CUDA graph replays the scales of capture time (vLLM's are
+/// per-layer constants), and an eager call's write is stream-ordered: after the previous call's decode,
+/// which read the buffer, and before its own. Its cost: one tiny extra kernel per fp8 call.
+const float* write_cache_scales(StreamStorage& storage, const VllmPagedAttentionArgs& v, const at::Tensor& like, cudaStream_t stream)
+{
+  if (!storage.scales.defined()) { storage.scales = at::empty({2}, like.options().dtype(at::kFloat)); }
+  float* const scales = storage.scales.data_ptr<float>();
+  // check() has made both finite and > 0 as float32.
+  write_cache_scales_kernel<<<1, 1, 0, stream>>>(scales, static_cast<float>(v.k_scale), static_cast<float>(v.v_scale));
+  const cudaError_t err = cudaGetLastError();
+  TORCH_CHECK(err == cudaSuccess, "pagedattn: the launch that writes k_scale and v_scale failed (", cudaGetErrorString(err), ")");
+  return scales;
+}
+
+/// A launch with `buffer` as the temporary storage (the stream's, or a capture's: with_stream_storage()).
+/// The steady call is one Decode, with the buffer's size: the library sizes the storage itself only when
+/// the buffer is missing or too small (it refuses the launch, and nothing runs), and the buffer is then
+/// replaced by one of the size it asks for.
+template <class T, class KvT>
+void launch_with_temporary_storage(const pagedattn::DecodeArguments<T, KvT>& a, at::Tensor& buffer, const at::Tensor& like,
+                                   cudaStream_t stream)
+{
+  std::size_t bytes = 0;
   std::string refusal; // why the launch with the buffer as it is was refused
   if (buffer.defined())
   {
@@ -124,7 +167,7 @@ void launch_with_temporary_storage(const pagedattn::DecodeArguments<T>& a, const
   check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, needed, a));
   if (buffer.defined() && needed <= bytes) { throw_if_bad(refusal); } // refused for another reason than its size
   buffer = at::Tensor(); // the old buffer back to the pool before the larger one is taken
-  buffer = at::empty({static_cast<std::int64_t>(needed > 0 ? needed : 1)}, options);
+  buffer = at::empty({static_cast<std::int64_t>(needed > 0 ? needed : 1)}, like.options().dtype(at::kByte));
   bytes = static_cast<std::size_t>(buffer.numel());
   check_decode(pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream));
 }
@@ -140,9 +183,11 @@ struct CallTensors {
   const c10::optional<at::Tensor>& alibi_slopes;
 };
 
-template <class T>
+/// The launch with query type T and cache element type KvT (T, or an fp8 format for kv_cache_dtype fp8*).
+template <class T, class KvT>
 void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
+  if (v.query.size[0] == 0) { return; } // no sequences: nothing to launch
   // check() has passed: every tensor is a CUDA tensor on the query's device with the expected dtype and
   // shape, so the data pointers are read only now.
   v.out.data = t.out.data_ptr();
@@ -152,23 +197,41 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   v.block_tables.data = t.block_tables.data_ptr();
   v.seq_lens.data = t.seq_lens.data_ptr();
   v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
-  pagedattn::DecodeArguments<T> a;
-  throw_if_bad(pagedattn_python::to_decode_arguments(v, a));
-  if (a.num_seqs == 0) { return; }
   const c10::cuda::CUDAGuard guard(t.query.device());
-  launch_with_temporary_storage(a, t.query, at::cuda::getCurrentCUDAStream().stream());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+  with_stream_storage(t.query, stream, [&](StreamStorage& storage) {
+    const float* device_scales = nullptr;
+    if constexpr (pagedattn::is_fp8<KvT>) { device_scales = write_cache_scales(storage, v, t.query, stream); }
+    pagedattn::DecodeArguments<T, KvT> a;
+    throw_if_bad(pagedattn_python::to_decode_arguments(v, a, device_scales));
+    launch_with_temporary_storage(a, storage.temp, t.query, stream);
+  });
+}
+
+/// The caches' element type for 16-bit queries of type T: T with kv_cache_dtype "auto", else its fp8 format.
+template <class T>
+void decode_with_cache_of(VllmPagedAttentionArgs& v, const CallTensors& t)
+{
+  switch (pagedattn_python::kv_cache_dtype_of(v.kv_cache_dtype))
+  {
+  case KvCacheDtype::auto_: decode_as<T, T>(v, t); break;
+  case KvCacheDtype::fp8_e4m3: decode_as<T, pagedattn::fp8_e4m3>(v, t); break;
+  case KvCacheDtype::fp8_e5m2: decode_as<T, pagedattn::fp8_e5m2>(v, t); break;
+  default: throw_if_bad("kv_cache_dtype '" + v.kv_cache_dtype + "' is not supported"); // check() has said so already
+  }
 }
 
 /// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not
-/// checked), then the launch for the query's dtype.
+/// checked), then the launch for the query's dtype and the caches' (query x cache: fp16 and bf16 with
+/// their own dtype, e4m3 or e5m2; fp32 with fp32).
 void run(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
   throw_if_bad(pagedattn_python::check(v));
   switch (v.query.dtype)
   {
-  case DType::f16: decode_as<__half>(v, t); break;
-  case DType::bf16: decode_as<__nv_bfloat16>(v, t); break;
-  case DType::f32: decode_as<float>(v, t); break;
+  case DType::f16: decode_with_cache_of<__half>(v, t); break;
+  case DType::bf16: decode_with_cache_of<__nv_bfloat16>(v, t); break;
+  case DType::f32: decode_as<float, float>(v, t); break; // fp8 caches need fp16 or bf16 queries: check() has refused them
   default: throw_if_bad("query must be float16, bfloat16 or float32"); // check() has said so already
   }
 }
