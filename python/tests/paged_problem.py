@@ -1,22 +1,34 @@
-"""Random decode problems in vLLM's cache layouts, and the torch reference (gather the blocks, fp32 softmax)."""
+"""Random decode problems in vLLM's cache layouts, and the torch reference (gather the blocks, fp32 softmax;
+fp64 for fp8 caches)."""
 import math
 
 import torch
 
+# vLLM's kv_cache_dtype -> the torch dtype of its fp8 elements ("fp8" is e4m3 on CUDA).
+FP8_DTYPES = {"fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
+
 
 class Problem:
     """num_seqs sequences of `lens` tokens; the cache blocks in a random order, spare blocks filled with NaN
-    (a read of a block outside a sequence shows)."""
+    (a read of a block outside a sequence shows).
+
+    kv_cache_dtype "auto": the caches have the query's dtype. "fp8", "fp8_e4m3" or "fp8_e5m2": they hold
+    vLLM's quantization of the random values, fp8(value / k_scale) and fp8(value / v_scale) (NaN stays NaN),
+    in the fp8 layout (x = 16), as uint8 (how vLLM 0.6 stores them) or, with fp8_as_uint8=False, as the
+    torch float8 dtype; the reference reads them back as float(fp8) * scale."""
 
     def __init__(self, lens, num_heads, num_kv_heads, head_size, block_size=16, dtype=torch.float16, alibi=False,
-                 seed=0, max_blocks_per_seq=None, device="cuda"):
+                 seed=0, max_blocks_per_seq=None, device="cuda", kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0,
+                 fp8_as_uint8=True):
         gen = torch.Generator(device="cpu").manual_seed(seed)
         self.lens = list(lens)
         num_seqs = len(self.lens)
         self.num_heads, self.num_kv_heads, self.head_size, self.block_size = num_heads, num_kv_heads, head_size, block_size
         self.dtype, self.device = dtype, device
+        self.kv_cache_dtype, self.k_scale, self.v_scale = kv_cache_dtype, k_scale, v_scale
+        self.fp8_dtype = FP8_DTYPES.get(kv_cache_dtype)  # None with "auto"
         self.scale = 1.0 / math.sqrt(head_size)
-        x = 16 // torch.tensor([], dtype=dtype).element_size()
+        x = 16 // torch.tensor([], dtype=self.fp8_dtype or dtype).element_size()
         blocks = [max(0, -(-n // block_size)) for n in self.lens]
         width = max_blocks_per_seq or max(1, max(blocks))
         spare = 3
@@ -28,12 +40,13 @@ class Problem:
             table[s, :b] = order[used:used + b]
             used += b
 
-        def rand(*size):
+        def rand(*size, dtype=dtype):
             return (torch.rand(size, generator=gen) * 2 - 1).to(dtype)
 
         self.query = rand(num_seqs, num_heads, head_size).to(device)
-        self.key_cache = rand(num_blocks, num_kv_heads, head_size // x, block_size, x)
-        self.value_cache = rand(num_blocks, num_kv_heads, head_size, block_size)
+        cache_values = torch.float32 if self.fp8_dtype else dtype  # fp8: quantized below, once the NaNs are in
+        self.key_cache = rand(num_blocks, num_kv_heads, head_size // x, block_size, x, dtype=cache_values)
+        self.value_cache = rand(num_blocks, num_kv_heads, head_size, block_size, dtype=cache_values)
         for b in order[-spare:]:
             self.key_cache[b] = float("nan")
             self.value_cache[b] = float("nan")
@@ -42,6 +55,11 @@ class Problem:
                 last = int(table[s, (n - 1) // block_size])
                 self.key_cache[last, :, :, n % block_size:, :] = float("nan")
                 self.value_cache[last, :, :, n % block_size:] = float("nan")
+        if self.fp8_dtype:
+            self.key_cache = (self.key_cache / k_scale).to(self.fp8_dtype)
+            self.value_cache = (self.value_cache / v_scale).to(self.fp8_dtype)
+            if fp8_as_uint8:
+                self.key_cache, self.value_cache = self.key_cache.view(torch.uint8), self.value_cache.view(torch.uint8)
         self.key_cache, self.value_cache = self.key_cache.to(device), self.value_cache.to(device)
         self.block_tables = table.to(device)
         self.seq_lens = torch.tensor(self.lens, dtype=torch.int32, device=device)
@@ -49,15 +67,22 @@ class Problem:
                                           dtype=torch.float32, device=device) if alibi else None)
         self.max_seq_len = max(self.lens) if self.lens else 0
 
-    def reference(self, lens=None, query=None):
-        """[num_seqs, num_heads, head_size] in float32: the blocks gathered, an fp32 softmax."""
+    def dequantized(self, cache, cache_scale):
+        """A cache as the kernel reads it: float(fp8) * scale for an fp8 cache, in float64; else in float32."""
+        if self.fp8_dtype is None:
+            return cache.float()
+        return cache.view(self.fp8_dtype).float().double() * cache_scale
+
+    def reference(self, lens=None, query=None, k_scale=None, v_scale=None):
+        """[num_seqs, num_heads, head_size]: the blocks gathered, a softmax in float32 (float64 for fp8
+        caches, dequantized with k_scale and v_scale, by default the problem's)."""
         lens = self.lens if lens is None else lens
         query = self.query if query is None else query
-        q = query.float()
-        out = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        key = self.dequantized(self.key_cache, self.k_scale if k_scale is None else k_scale)
+        value = self.dequantized(self.value_cache, self.v_scale if v_scale is None else v_scale)
+        q = query.to(key.dtype)
+        out = torch.zeros(q.shape, dtype=key.dtype, device=q.device)
         group = self.num_heads // self.num_kv_heads
-        key = self.key_cache.float()
-        value = self.value_cache.float()
         for s, n in enumerate(lens):
             if n <= 0:
                 continue
@@ -68,7 +93,7 @@ class Problem:
             v = v.repeat_interleave(group, dim=1)
             scores = torch.einsum("hd,nhd->hn", q[s], k) * self.scale
             if self.alibi_slopes is not None:
-                scores = scores + self.alibi_slopes[:, None] * (torch.arange(n, device=q.device) - n + 1)[None, :].float()
+                scores = scores + self.alibi_slopes[:, None] * (torch.arange(n, device=q.device) - n + 1)[None, :].to(q.dtype)
             out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v)
         return out
 

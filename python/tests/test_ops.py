@@ -1,5 +1,6 @@
-"""pagedattn's PyTorch operators against the torch reference; vLLM's signatures; CUDA graphs, torch.compile,
-strided queries and every bad input. Needs a CUDA device and the built package (skipped otherwise)."""
+"""pagedattn's PyTorch operators against the torch reference; vLLM's signatures; fp8 caches as vLLM passes
+them; CUDA graphs, torch.compile, strided queries and every bad input. Needs a CUDA device and the built
+package (skipped otherwise)."""
 import inspect
 import json
 import math
@@ -12,7 +13,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from paged_problem import Problem, relative_error, tolerance
+from paged_problem import FP8_DTYPES, Problem, relative_error, tolerance
 
 try:
     import pagedattn
@@ -135,7 +136,7 @@ def test_eager_path_and_operator_agree():
     for path in [pagedattn._C.paged_attention_v1_eager, torch.ops.pagedattn.paged_attention_v1.default]:
         with pytest.raises(ValueError, match="kv_cache_dtype"):
             path(torch.empty_like(p.query), p.query, p.key_cache, p.value_cache, 4, p.scale, p.block_tables, p.seq_lens, 16,
-                 p.max_seq_len, None, "fp8", 1.0, 1.0, 0, 0, 0, 64, 0)
+                 p.max_seq_len, None, "int8", 1.0, 1.0, 0, 0, 0, 64, 0)
 
 
 def test_streams_keep_their_own_temporary_storage():
@@ -250,8 +251,8 @@ def test_bad_input_names_the_argument(case, bad_input_outcomes):
     assert outcome.startswith("ValueError: ") and re.search(name, outcome), f"case {case} ({name}): {outcome}"
 
 
-@pytest.mark.parametrize("name,value", [("kv_cache_dtype", "fp8"), ("k_scale", 0.5), ("blocksparse_vert_stride", 4),
-                                        ("num_kv_heads", 3), ("block_size", 32)])
+@pytest.mark.parametrize("name,value", [("kv_cache_dtype", "int8"), ("k_scale", 0.5), ("v_scale", 2.0),
+                                        ("blocksparse_vert_stride", 4), ("num_kv_heads", 3), ("block_size", 32)])
 def test_vllm_options_pagedattn_lacks_raise(name, value):
     p = Problem([40], 8, 2, 128, seed=9)
     kwargs = dict(num_kv_heads=2, scale=p.scale, block_tables=p.block_tables, seq_lens=p.seq_lens, block_size=16, max_seq_len=40,
@@ -265,3 +266,159 @@ def test_unsupported_head_size_is_named():
     p = Problem([40], 8, 2, 32, seed=10)  # head size 32: not instantiated
     with pytest.raises(ValueError, match="head_size"):
         run_decode(p)
+
+
+# ---- fp8 caches (kv_cache_dtype "fp8", "fp8_e4m3", "fp8_e5m2"), as vLLM 0.6.3 passes them: uint8 caches in the
+# fp8 layout (x = 16) and k_scale, v_scale as Python floats. The references dequantize in float64.
+
+def run_v1(p, out=None, k_scale=None, v_scale=None, **overrides):
+    """pagedattn.ops.paged_attention_v1 with vLLM's arguments for p (its kv_cache_dtype and scales unless
+    given); returns out."""
+    out = torch.empty_like(p.query) if out is None else out
+    kwargs = dict(query=p.query, key_cache=p.key_cache, value_cache=p.value_cache, num_kv_heads=p.num_kv_heads, scale=p.scale,
+                  block_tables=p.block_tables, seq_lens=p.seq_lens, block_size=p.block_size, max_seq_len=p.max_seq_len,
+                  alibi_slopes=p.alibi_slopes, kv_cache_dtype=p.kv_cache_dtype, k_scale=p.k_scale if k_scale is None else k_scale,
+                  v_scale=p.v_scale if v_scale is None else v_scale)
+    kwargs.update(overrides)
+    pagedattn.ops.paged_attention_v1(out, **kwargs)
+    return out
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["fp8", "fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("head_size", [128, 256])
+@pytest.mark.parametrize("block_size", [8, 16, 32])
+def test_fp8_caches_as_vllm_passes_them(kv_cache_dtype, dtype, head_size, block_size):
+    """uint8 caches, k_scale 0.5 and v_scale 2.0: equal to the float64 reference of the dequantized caches,
+    and v2 to v1 bit for bit."""
+    p = Problem([1, 17, 300, 1000, 0], 24, 4, head_size, block_size=block_size, dtype=dtype, seed=head_size + block_size,
+                kv_cache_dtype=kv_cache_dtype, k_scale=0.5, v_scale=2.0)
+    assert p.key_cache.dtype == torch.uint8 and p.key_cache.shape[2:] == (head_size // 16, block_size, 16)
+    out = run_v1(p)
+    assert relative_error(out, p.reference()) < tolerance(dtype)
+    out2 = torch.empty_like(p.query)
+    parts = -(-p.max_seq_len // 512)
+    exp_sums = torch.empty(len(p.lens), p.num_heads, parts, dtype=torch.float32, device="cuda")
+    tmp = torch.empty(len(p.lens), p.num_heads, parts, head_size, dtype=dtype, device="cuda")
+    pagedattn.ops.paged_attention_v2(out2, exp_sums, exp_sums.clone(), tmp, p.query, p.key_cache, p.value_cache, p.num_kv_heads,
+                                     p.scale, p.block_tables, p.seq_lens, block_size, p.max_seq_len, None, kv_cache_dtype, 0.5, 2.0)
+    assert torch.equal(out, out2)
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fp8_caches_as_torch_float8_dtypes(kv_cache_dtype, dtype):
+    """The same caches as torch.float8_e4m3fn / float8_e5m2 tensors give the uint8 call's bits; with GQA 6,
+    ALiBi and a long sequence."""
+    p = Problem([5, 4097, 33, 20000], 24, 4, 128, dtype=dtype, alibi=True, seed=21, kv_cache_dtype=kv_cache_dtype, k_scale=0.75,
+                v_scale=1.5, fp8_as_uint8=False)
+    assert p.key_cache.dtype == FP8_DTYPES[kv_cache_dtype]
+    out = run_v1(p)
+    assert relative_error(out, p.reference()) < tolerance(dtype)
+    as_uint8 = run_v1(p, key_cache=p.key_cache.view(torch.uint8), value_cache=p.value_cache.view(torch.uint8))
+    assert torch.equal(out, as_uint8)
+
+
+def test_fp8_scales_of_back_to_back_calls():
+    """Calls with other scales queued on one stream without a synchronization (vLLM's layers): each reads its
+    own, as its reference says; and a call on a second stream at the same time with yet others."""
+    p = Problem([3000, 1, 700], 24, 4, 128, seed=22, kv_cache_dtype="fp8", k_scale=0.5, v_scale=2.0)
+    scales = [(0.5, 2.0), (2.0, 0.25), (1.0, 1.0), (0.125, 8.0)]
+    other = torch.cuda.Stream()
+    other.wait_stream(torch.cuda.current_stream())
+    outs = [run_v1(p, k_scale=k, v_scale=v) for k, v in scales]
+    with torch.cuda.stream(other):
+        on_other = run_v1(p, k_scale=3.0, v_scale=0.5)
+    torch.cuda.synchronize()
+    for (k, v), out in zip(scales, outs):
+        assert relative_error(out, p.reference(k_scale=k, v_scale=v)) < tolerance(p.dtype), (k, v)
+    assert relative_error(on_other, p.reference(k_scale=3.0, v_scale=0.5)) < tolerance(p.dtype)
+    assert not torch.equal(outs[0], outs[1])
+
+
+def test_fp8_cuda_graph_replays_the_scales_of_capture_time():
+    """A graph captured once (as vLLM captures its decode) replays with seq_lens and block_tables rewritten in
+    place, each replay equal to an eager call with the same scales; eager calls with other scales on the
+    capture's stream between the replays change neither the replays nor their scales."""
+    p = Problem([20000, 20000, 20000], 24, 4, 256, dtype=torch.bfloat16, seed=23, kv_cache_dtype="fp8_e5m2", k_scale=0.5,
+                v_scale=2.0, max_blocks_per_seq=32768 // 16)
+    p.max_seq_len = 32768
+    stream = torch.cuda.Stream()
+    out = torch.empty_like(p.query)
+    with torch.cuda.stream(stream):
+        run_v1(p, out=out)  # warm up outside the capture
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        run_v1(p, out=out)
+    permuted = p.block_tables[[2, 0, 1]].clone()
+    for lens, tables in [([1000, 1000, 1000], p.block_tables.clone()), ([20000, 17, 0], p.block_tables.clone()),
+                         ([17, 20000, 3], permuted)]:
+        p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+        p.block_tables.copy_(tables)
+        out.fill_(float("nan"))
+        with torch.cuda.stream(stream):
+            graph.replay()
+            other_scales = run_v1(p, k_scale=4.0, v_scale=0.25)  # the stream's own scale buffer, not the graph's
+        torch.cuda.synchronize()
+        assert torch.equal(out, run_v1(p))
+        assert relative_error(out, p.reference(lens=lens)) < tolerance(p.dtype)
+        assert relative_error(other_scales, p.reference(lens=lens, k_scale=4.0, v_scale=0.25)) < tolerance(p.dtype)
+
+
+def test_fp8_torch_compile_without_graph_breaks():
+    p = Problem([100, 2000], 24, 4, 128, seed=24, kv_cache_dtype="fp8_e4m3", k_scale=0.5, v_scale=2.0)
+
+    def step(query, key_cache, value_cache, block_tables, seq_lens):
+        out = torch.empty_like(query)
+        pagedattn.ops.paged_attention_v1(out, query * 1.0, key_cache, value_cache, 4, p.scale, block_tables, seq_lens, 16, 2000,
+                                         None, "fp8_e4m3", 0.5, 2.0)
+        return out + 0.0
+
+    compiled = torch.compile(step, fullgraph=True)
+    out = compiled(p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens)
+    assert torch.equal(out, run_v1(p))
+
+
+def fp8_bad_cases():
+    """(argument named in the message, overrides of run_v1's arguments for an e4m3 Problem p of fp16 queries)."""
+    return [
+        ("query", lambda p: dict(query=p.query.float(), out=torch.empty_like(p.query, dtype=torch.float32))),
+        ("kv_cache_dtype", lambda p: dict(kv_cache_dtype="fp8_e4m3fn")),  # torch's name, not vLLM's
+        ("kv_cache_dtype", lambda p: dict(kv_cache_dtype="int8")),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.view(torch.int8))),
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.view(torch.float8_e5m2))),  # the other format
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.view(torch.float16))),  # half the elements of the last dimension
+        ("key_cache", lambda p: dict(key_cache=p.key_cache.reshape(*p.key_cache.shape[:2], -1, p.block_size, 8))),  # x = 8
+        ("value_cache", lambda p: dict(value_cache=p.value_cache.view(torch.float8_e5m2))),
+        ("value_cache", lambda p: dict(value_cache=p.value_cache.to(torch.float16))),
+        ("k_scale", lambda p: dict(k_scale=0.0)),
+        ("k_scale", lambda p: dict(k_scale=float("nan"))),
+        ("k_scale", lambda p: dict(k_scale=float("inf"))),
+        ("k_scale", lambda p: dict(k_scale=1e-60)),  # 0 as a float32
+        ("v_scale", lambda p: dict(v_scale=-2.0)),
+        ("v_scale", lambda p: dict(v_scale=float("nan"))),
+        ("key_cache", lambda p: dict(kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0)),  # an fp8 cache read as "auto"
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(fp8_bad_cases())))
+def test_fp8_bad_arguments_name_the_argument(case):
+    """Both paths (the eager function and the registered operator) raise ValueError naming the argument, before
+    anything is launched."""
+    name, spoil = fp8_bad_cases()[case]
+    p = Problem([40, 7], 8, 2, 128, seed=25, kv_cache_dtype="fp8", k_scale=0.5, v_scale=2.0)
+    for path in ["eager", "operator"]:
+        overrides = spoil(p)
+        out = overrides.pop("out", torch.empty_like(p.query))
+        if path == "eager":
+            with pytest.raises(ValueError, match=name):
+                run_v1(p, out=out, **overrides)
+        else:
+            args = dict(query=p.query, key_cache=p.key_cache, value_cache=p.value_cache, num_kv_heads=2, scale=p.scale,
+                        block_tables=p.block_tables, seq_lens=p.seq_lens, block_size=16, max_seq_len=40, alibi_slopes=None,
+                        kv_cache_dtype="fp8", k_scale=0.5, v_scale=2.0)
+            args.update(overrides)
+            with pytest.raises(ValueError, match=name):
+                torch.ops.pagedattn.paged_attention_v1.default(out, **args)
+    torch.cuda.synchronize()  # nothing was launched that could fail later
