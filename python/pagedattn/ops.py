@@ -9,10 +9,17 @@ other uses of ``ops`` keep working. Both functions write ``out``:
 - ``exp_sum``, ``max_logits`` and ``tmp_out`` (v2) are vLLM's workspace for its own kernel. pagedattn
   accepts them and does not use them: it keeps its own temporary storage per device and stream
   (python/README.md). v1 and v2 compute the same thing with the same kernel.
-- ``kv_cache_dtype`` must be "auto" and ``k_scale``/``v_scale`` 1.0 (fp8 caches are not supported
-  yet), and block-sparse attention (``blocksparse_vert_stride > 1``) is not supported: each raises
-  ValueError. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by block-sparse
-  attention, so they are accepted and not used.
+- ``kv_cache_dtype`` "auto": the caches have the query's dtype and ``k_scale``/``v_scale`` must be 1.0.
+  "fp8" or "fp8_e4m3" (E4M3FN) and "fp8_e5m2": vLLM 0.6's fp8 caches, torch.uint8 as vLLM stores them
+  (or the matching torch.float8_e4m3fn / float8_e5m2), the key cache with x = 16; float16 or bfloat16
+  queries; an element reads as ``float(fp8) * k_scale`` (``v_scale``), the scales finite and > 0.
+- The scales reach the GPU through a float[2] the op keeps per device and stream: before each fp8 decode
+  a 1-thread kernel on the op's stream writes them into it. Kernel arguments are captured by value, so a
+  CUDA graph replays the scales of its capture (vLLM's are per-layer constants) and eager calls are
+  stream-ordered. The cost: one tiny extra kernel per fp8 call.
+- Any other ``kv_cache_dtype`` and block-sparse attention (``blocksparse_vert_stride > 1``) raise
+  ValueError naming the argument. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by
+  block-sparse attention, so they are accepted and not used.
 - ``max_seq_len`` is the host-side int vLLM passes: an upper bound of ``seq_lens``.
 """
 from typing import Optional
