@@ -4,26 +4,46 @@
 // Each has a CUDA kernel and a Meta kernel (nothing to compute: the ops write `out` and return nothing),
 // so that torch.compile traces them and CUDA graphs capture them. The temporary storage is a buffer per
 // device and stream, kept between calls (from PyTorch's caching allocator), and inside a graph capture a
-// tensor from the graph's pool (with_stream_storage()). fp8 caches (kv_cache_dtype "fp8", "fp8_e4m3",
-// "fp8_e5m2") get their k_scale and v_scale on the device through a float[2] beside that storage, written
-// by a 1-thread kernel before each launch (write_cache_scales()). Bad input raises ValueError with
-// pagedattn's message.
+// tensor from the graph's pool (with_stream_storage() in torch_decode.cuh, the launch half of the op).
+// fp8 caches (kv_cache_dtype "fp8", "fp8_e4m3", "fp8_e5m2") get their k_scale and v_scale on the device
+// through a float[2] beside that storage, written by a 1-thread kernel before each launch
+// (write_cache_scales()). Bad input raises ValueError with pagedattn's message.
 // The module pagedattn._C also exports each function for Python without the dispatcher (*_eager), the
 // path of a plain eager call (pagedattn/_paths.py says which calls take it).
-#include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include <pagedattn/pagedattn.cuh>
+#include "torch_decode.cuh"
 
-#include "vllm_decode_arguments.h"
-
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+namespace pagedattn_torch {
+
+#if defined(PAGEDATTN_OP_PROBES)
+bool probe_skip_launch = false;
+#endif
+
+/// One thread: an fp8 call's scales into the float[2] that the decode reads.
+__global__ void write_cache_scales_kernel(float* scales, float k_scale, float v_scale)
+{
+  scales[0] = k_scale;
+  scales[1] = v_scale;
+}
+
+/// torch_decode.cuh says why the scales travel this way.
+const float* write_cache_scales(StreamStorage& storage, const VllmPagedAttentionArgs& v, const at::Tensor& like, cudaStream_t stream)
+{
+  if (!storage.scales.defined()) { storage.scales = at::empty({2}, like.options().dtype(at::kFloat)); }
+  float* const scales = storage.scales.data_ptr<float>();
+  // check() has made both finite and > 0 as float32.
+  write_cache_scales_kernel<<<1, 1, 0, stream>>>(scales, static_cast<float>(v.k_scale), static_cast<float>(v.v_scale));
+  const cudaError_t err = cudaGetLastError();
+  TORCH_CHECK(err == cudaSuccess, "pagedattn: the launch that writes k_scale and v_scale failed (", cudaGetErrorString(err), ")");
+  return scales;
+}
+
+} // namespace pagedattn_torch
 
 namespace {
 
@@ -31,6 +51,9 @@ using pagedattn_python::DType;
 using pagedattn_python::KvCacheDtype;
 using pagedattn_python::TensorInfo;
 using pagedattn_python::VllmPagedAttentionArgs;
+using pagedattn_torch::CallTensors;
+using pagedattn_torch::decode_as;
+using pagedattn_torch::throw_if_bad;
 
 DType dtype_of(const at::Tensor& t)
 {
@@ -67,146 +90,6 @@ TensorInfo info_of(const at::Tensor& t)
   return i;
 }
 TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? info_of(*t) : TensorInfo{}; }
-
-/// The one way a bad argument leaves the op: ValueError with the message that names it.
-void throw_if_bad(const std::string& bad) { TORCH_CHECK_VALUE(bad.empty(), "pagedattn: ", bad); }
-
-/// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
-/// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
-/// this GPU).
-void check_decode(cudaError_t err)
-{
-  if (err == cudaSuccess) { return; }
-  const std::string message = pagedattn::last_error_message();
-  TORCH_CHECK_VALUE(err != cudaErrorInvalidValue, "pagedattn: ", message);
-  TORCH_CHECK(false, "pagedattn: ", message, " (", cudaGetErrorString(err), ")");
-}
-
-#if defined(PAGEDATTN_OP_PROBES)
-bool probe_skip_launch = false; ///< bench_ops's breakdown: every step of the call but the launch
-#endif
-
-/// The op's device memory on one (device, stream), kept between calls.
-struct StreamStorage {
-  at::Tensor temp;   ///< Decode's temporary storage (bytes), grown when a launch needs more
-  at::Tensor scales; ///< fp8 caches: float32 {k_scale, v_scale}, written before each fp8 launch
-};
-
-/// Runs fn(storage) with the device memory of a launch on `stream`. Outside a graph capture that is the
-/// stream's own StreamStorage, kept between calls and held under a lock while fn queues its work: calls
-/// on one stream run in order, so they may share it (a replaced buffer goes back to the caching
-/// allocator's pool of that stream). Inside a capture it is a fresh StreamStorage whose tensors come from
-/// the graph's pool, so that a replay, which may run on any stream, shares no memory with eager calls. The
-/// stream's storage lives as long as the process.
-template <class Fn>
-void with_stream_storage(const at::Tensor& like, cudaStream_t stream, Fn&& fn)
-{
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  const cudaError_t capture_err = cudaStreamIsCapturing(stream, &capture);
-  TORCH_CHECK(capture_err == cudaSuccess, "pagedattn: cudaStreamIsCapturing failed (", cudaGetErrorString(capture_err), ")");
-  if (capture != cudaStreamCaptureStatusNone)
-  {
-    StreamStorage captured; // empty: the launch sizes and takes its temporary storage from the graph's pool
-    fn(captured);
-    return;
-  }
-  struct Storages {
-    std::mutex mutex;
-    std::map<std::pair<int, cudaStream_t>, StreamStorage> by_stream;
-  };
-  static Storages* const storages = new Storages; // never destroyed: no CUDA frees after the runtime's teardown
-  const std::lock_guard<std::mutex> lock(storages->mutex);
-  fn(storages->by_stream[{like.get_device(), stream}]);
-}
-
-/// One thread: an fp8 call's scales into the float[2] that the decode reads.
-__global__ void write_cache_scales_kernel(float* scales, float k_scale, float v_scale)
-{
-  scales[0] = k_scale;
-  scales[1] = v_scale;
-}
-
-/// k_scale and v_scale where the kernel reads them (DecodeArguments' k_scale/v_scale are device pointers):
-/// the storage's float[2], written on `stream` just before the decode by a 1-thread kernel. A kernel's
-/// arguments are captured by value, so a CUDA graph replays the scales of capture time (vLLM's are
-/// per-layer constants), and an eager call's write is stream-ordered: after the previous call's decode,
-/// which read the buffer, and before its own. Its cost: one tiny extra kernel per fp8 call.
-const float* write_cache_scales(StreamStorage& storage, const VllmPagedAttentionArgs& v, const at::Tensor& like, cudaStream_t stream)
-{
-  if (!storage.scales.defined()) { storage.scales = at::empty({2}, like.options().dtype(at::kFloat)); }
-  float* const scales = storage.scales.data_ptr<float>();
-  // check() has made both finite and > 0 as float32.
-  write_cache_scales_kernel<<<1, 1, 0, stream>>>(scales, static_cast<float>(v.k_scale), static_cast<float>(v.v_scale));
-  const cudaError_t err = cudaGetLastError();
-  TORCH_CHECK(err == cudaSuccess, "pagedattn: the launch that writes k_scale and v_scale failed (", cudaGetErrorString(err), ")");
-  return scales;
-}
-
-/// A launch with `buffer` as the temporary storage (the stream's, or a capture's: with_stream_storage()).
-/// The steady call is one Decode, with the buffer's size: the library sizes the storage itself only when
-/// the buffer is missing or too small (it refuses the launch, and nothing runs), and the buffer is then
-/// replaced by one of the size it asks for.
-template <class T, class KvT>
-void launch_with_temporary_storage(const pagedattn::DecodeArguments<T, KvT>& a, at::Tensor& buffer, const at::Tensor& like,
-                                   cudaStream_t stream)
-{
-  std::size_t bytes = 0;
-  std::string refusal; // why the launch with the buffer as it is was refused
-  if (buffer.defined())
-  {
-#if defined(PAGEDATTN_OP_PROBES)
-    if (probe_skip_launch) { return; }
-#endif
-    bytes = static_cast<std::size_t>(buffer.numel());
-    const cudaError_t err = pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream);
-    if (err == cudaSuccess) { return; }
-    if (err != cudaErrorInvalidValue) { check_decode(err); } // throws
-    refusal = pagedattn::last_error_message();
-  }
-  std::size_t needed = 0;
-  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, needed, a));
-  if (buffer.defined() && needed <= bytes) { throw_if_bad(refusal); } // refused for another reason than its size
-  buffer = at::Tensor(); // the old buffer back to the pool before the larger one is taken
-  buffer = at::empty({static_cast<std::int64_t>(needed > 0 ? needed : 1)}, like.options().dtype(at::kByte));
-  bytes = static_cast<std::size_t>(buffer.numel());
-  check_decode(pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream));
-}
-
-/// The tensors of one call, for their data pointers once check() has passed.
-struct CallTensors {
-  const at::Tensor& out;
-  const at::Tensor& query;
-  const at::Tensor& key_cache;
-  const at::Tensor& value_cache;
-  const at::Tensor& block_tables;
-  const at::Tensor& seq_lens;
-  const c10::optional<at::Tensor>& alibi_slopes;
-};
-
-/// The launch with query type T and cache element type KvT (T, or an fp8 format for kv_cache_dtype fp8*).
-template <class T, class KvT>
-void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
-{
-  if (v.query.size[0] == 0) { return; } // no sequences: nothing to launch
-  // check() has passed: every tensor is a CUDA tensor on the query's device with the expected dtype and
-  // shape, so the data pointers are read only now.
-  v.out.data = t.out.data_ptr();
-  v.query.data = t.query.data_ptr();
-  v.key_cache.data = t.key_cache.data_ptr();
-  v.value_cache.data = t.value_cache.data_ptr();
-  v.block_tables.data = t.block_tables.data_ptr();
-  v.seq_lens.data = t.seq_lens.data_ptr();
-  v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
-  const c10::cuda::CUDAGuard guard(t.query.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
-  with_stream_storage(t.query, stream, [&](StreamStorage& storage) {
-    const float* device_scales = nullptr;
-    if constexpr (pagedattn::is_fp8<KvT>) { device_scales = write_cache_scales(storage, v, t.query, stream); }
-    pagedattn::DecodeArguments<T, KvT> a;
-    throw_if_bad(pagedattn_python::to_decode_arguments(v, a, device_scales));
-    launch_with_temporary_storage(a, storage.temp, t.query, stream);
-  });
-}
 
 /// The caches' element type for 16-bit queries of type T: T with kv_cache_dtype "auto", else its fp8 format.
 template <class T>
@@ -515,7 +398,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
   if (PyModule_AddFunctions(m.ptr(), eager_methods) != 0) { throw pybind11::error_already_set(); }
 #if defined(PAGEDATTN_OP_PROBES)
   m.def("_probe_pybind_v2", &paged_attention_v2); // the same call through pybind11's argument casters
-  m.def("_probe_skip_launch", [](bool skip) { probe_skip_launch = skip; });
+  m.def("_probe_skip_launch", [](bool skip) { pagedattn_torch::probe_skip_launch = skip; });
 #endif
 }
 #endif
