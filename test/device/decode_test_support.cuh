@@ -360,15 +360,17 @@ void run_matrix(std::uint64_t seed)
   report("matrix", pagedattn::ElementTraits<T>::name, worst);
 }
 
-/// Every head size x block size of one query type and fp8 format, GQA ratios cycling through 1, 6, 8, 16,
-/// ALiBi on every other one, scales per KV head or shared, mixed-length batches.
-template <class T, class KvT>
-void run_fp8_matrix(std::uint64_t seed)
+/// Every head size of HeadDims (the kernels instantiated) x block size of one query type and fp8 format,
+/// GQA ratios cycling through 1, 6, 8, 16, ALiBi on every other one, scales per KV head or shared,
+/// mixed-length batches.
+template <class T, class KvT, int... HeadSizes>
+void run_fp8_matrix(std::uint64_t seed, std::integer_sequence<int, HeadSizes...>)
 {
+  using HeadDims = std::integer_sequence<int, HeadSizes...>;
   const int ratios[] = {1, 6, 8, 16};
   int combo = 0;
   double worst = 0;
-  for (int head_size : {64, 80, 96, 112, 128, 192, 256})
+  for (int head_size : {HeadSizes...})
   {
     for (int block_size : {8, 16, 32})
     {
@@ -382,7 +384,7 @@ void run_fp8_matrix(std::uint64_t seed)
       s.scale_head_stride = (combo / 2) % 2; // shared, then per KV head
       s.seq_lens = matrix_lengths();
       s.partition_tokens = (combo % 3 == 0) ? 0 : (combo % 3 == 1) ? 512 : 64;
-      worst = std::max(worst, check_decode<T, pagedattn::DefaultPagedAttentionPolicies, KvT>(s, seed + combo));
+      worst = std::max(worst, check_decode<T, pagedattn::DefaultPagedAttentionPolicies, KvT, HeadDims>(s, seed + combo));
       ++combo;
     }
   }

@@ -21,7 +21,7 @@ using TwoHeadSizes = std::integer_sequence<int, 128, 256>;
 TEST_CASE("decode fp8: fp16 queries over e4m3 caches, every head size x block size x GQA", "[decode][gpu][fp8]")
 {
   GPU_TEST_SEED(seed, 1700);
-  test::run_fp8_matrix<__half, fp8_e4m3>(seed);
+  test::run_fp8_matrix<__half, fp8_e4m3>(seed, pagedattn::SupportedHeadDims{});
 }
 
 TEST_CASE("decode fp8: scales rewritten on the device between replays of one captured graph", "[decode][gpu][fp8][graph]")

@@ -1,0 +1,320 @@
+#pragma once
+// bench_decode's rows, options and JSON (see bench_decode.cu): run<T, KvT> runs every row of one query and
+// cache type. Each translation unit of the program instantiates the types it runs (bench_decode.cu the
+// 16-bit and fp32 caches, bench_decode_fp8.cu the fp8 ones), so the build compiles them side by side.
+#include <pagedattn/device/device_paged_attention.cuh>
+
+#include "../examples/support/paged_decode_problem.cuh"
+#include "bench_batches.cuh"
+#include "bench_json.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace bench_decode {
+
+using HeadDims = std::integer_sequence<int, 128, 256>;
+using Policies = pagedattn::DefaultPagedAttentionPolicies;
+
+struct BenchShape {
+  int num_seqs, seq_len, num_heads, num_kv_heads, head_dim;
+};
+
+// Qwen3.6 (24/4, head 256) over batch x length, head 128 with the same heads, a 32/8 model (head 128),
+// and two latency-bound steps (a short sequence, and a length just past a partition boundary).
+const BenchShape shapes[] = {
+    {1, 100000, 24, 4, 256}, {1, 16384, 24, 4, 256}, {8, 32768, 24, 4, 256}, {32, 8192, 24, 4, 256},
+    {64, 4096, 24, 4, 256},  {256, 1024, 24, 4, 256}, {1, 100000, 24, 4, 128}, {64, 4096, 24, 4, 128},
+    {1, 100000, 32, 8, 128}, {64, 4096, 32, 8, 128},  {1, 1000, 24, 4, 256},   {4, 2049, 24, 4, 256},
+    {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},
+};
+constexpr int block_size = 16;
+constexpr int reference_pairs = 4;
+
+struct Options {
+  std::string json, commit = "unknown", dtype = "fp16";
+  bool quick = false;
+  std::vector<std::string> only; ///< --shape: the rows to run (all when empty)
+};
+
+/// A serving batch of Qwen3.6 (24/4 heads, head 256): each sequence's length in a cache of `bound` tokens
+/// per sequence, launched with max_seq_len = bound. A graph row captures one launch and times its
+/// replays, against a fresh launch with max_seq_len at the true maximum.
+struct ServingShape {
+  std::string name;
+  std::vector<int> lens;
+  int bound; ///< max_seq_len: the longest length, or the bound a graph was captured under
+  bool graph;
+};
+
+using bench_batches::log_uniform_lengths;
+using bench_batches::skewed_lengths;
+
+inline std::vector<ServingShape> serving_shapes()
+{
+  return {
+      {"1x32768+63x100", skewed_lengths(32768, 63, 100), 32768, false},
+      {"1x100000+63x512", skewed_lengths(100000, 63, 512), 100000, false},
+      {"64xlog100-100000", log_uniform_lengths(64, 100, 100000, 64), 100000, false},
+      {"256xlog16-8192", log_uniform_lengths(256, 16, 8192, 256), 8192, false},
+      {"graph:1x1000@65536", std::vector<int>(1, 1000), 65536, true},
+      {"graph:64x1000@65536", std::vector<int>(64, 1000), 65536, true},
+      {"graph:32x1000@8192", std::vector<int>(32, 1000), 8192, true},
+      {"graph:32x1000@131072", std::vector<int>(32, 1000), 131072, true},
+      // The skewed and log-uniform batches replayed from a graph captured at their own bound: the
+      // persistent grid's schedule of the same work as the fresh rows above.
+      {"graph:1x32768+63x100@32768", skewed_lengths(32768, 63, 100), 32768, true},
+      {"graph:1x100000+63x512@100000", skewed_lengths(100000, 63, 512), 100000, true},
+      {"graph:64xlog100-100000@100000", log_uniform_lengths(64, 100, 100000, 64), 100000, true},
+      {"graph:256xlog16-8192@8192", log_uniform_lengths(256, 16, 8192, 256), 8192, true},
+      // Uniform batches replayed from a graph captured at their own length: the persistent grid against
+      // the fresh launch's grid of one block per item.
+      {"graph:64x4096@4096", std::vector<int>(64, 4096), 4096, true},
+      {"graph:256x1024@1024", std::vector<int>(256, 1024), 1024, true},
+      {"graph:1x100000@100000", std::vector<int>(1, 100000), 100000, true},
+  };
+}
+
+struct Row {
+  BenchShape shape; ///< a serving row: num_seqs, its longest length, the heads
+  double median_us, hot_us, bytes, gbps, pct_copy, rel_err;
+  bool ok;
+  std::uint64_t output_fnv1a; ///< FNV-1a of the output's bytes: equal across builds iff the bits are
+  std::string serving_name;   ///< a serving row's name (empty: a row of the uniform table)
+  double fresh_us = std::numeric_limits<double>::quiet_NaN(); ///< graph rows: a fresh launch at the true maximum
+  double pct_read = std::numeric_limits<double>::quiet_NaN(); ///< of the read bandwidth measured in the same run
+};
+
+/// 64-bit FNV-1a of a buffer's bytes (the output fingerprint that shows two builds give the same bits).
+template <class T>
+std::uint64_t fnv1a(const std::vector<T>& v)
+{
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (std::size_t i = 0; i < v.size() * sizeof(T); ++i) { h = (h ^ p[i]) * 0x100000001b3ull; }
+  return h;
+}
+
+[[noreturn]] inline void usage(const char* argv0)
+{
+  std::fprintf(stderr,
+               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] "
+               "[--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
+               argv0);
+  std::exit(2);
+}
+
+inline Options parse(int argc, char** argv)
+{
+  Options o;
+  for (int i = 1; i < argc; ++i)
+  {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--json" && has_value) { o.json = argv[++i]; }
+    else if (a == "--commit" && has_value) { o.commit = argv[++i]; }
+    else if (a == "--dtype" && has_value) { o.dtype = argv[++i]; }
+    else if (a == "--quick") { o.quick = true; }
+    else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
+    else { usage(argv[0]); }
+  }
+  const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2"};
+  if (o.json.empty() || std::none_of(std::begin(dtypes), std::end(dtypes), [&](const char* d) { return o.dtype == d; })) { usage(argv[0]); }
+  return o;
+}
+
+template <class T, class KvT>
+Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size};
+  const paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
+  const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
+  std::size_t temp_bytes = 0;
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
+  paged_decode::DeviceArray<char> temp(temp_bytes);
+  auto decode = [&] {
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+  };
+
+  decode(); // the output starts as NaN: this launch's result is the one checked
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  const std::vector<T> output = problem.download_output();
+  const double rel_err = problem.max_relative_error(output, problem.sample_pairs(reference_pairs));
+  const double tolerance = std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3;
+
+  Row r{b, 0, 0, problem.bytes_moved(), 0, 0, rel_err, rel_err < tolerance, fnv1a(output)};
+  r.median_us = paged_decode::median_launch_us(decode, launches, stream, &flush);
+  r.hot_us = paged_decode::median_hot_us(decode, launches, stream);
+  r.gbps = r.bytes / (r.median_us * 1e3);
+  r.pct_copy = 100.0 * r.gbps / copy_gbps;
+  return r;
+}
+
+/// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
+template <class T, class KvT>
+Row run_serving(const ServingShape& sh, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
+  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size};
+  paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261201);
+  problem.set_seq_lens(sh.lens);
+  pagedattn::DecodeArguments<T, KvT> args = problem.arguments(); // max_seq_len = the bound
+  pagedattn::DecodeArguments<T, KvT> fresh_args = args;
+  fresh_args.max_seq_len = longest;
+  std::size_t temp_bytes = 0, fresh_bytes = 0;
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, fresh_bytes, fresh_args)));
+  paged_decode::DeviceArray<char> temp(std::max(temp_bytes, fresh_bytes));
+  auto fresh = [&] {
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), fresh_bytes, fresh_args, stream)));
+  };
+
+  cudaGraphExec_t exec = nullptr;
+  std::function<void()> decode = fresh;
+  if (sh.graph)
+  {
+    cudaGraph_t graph;
+    PAGEDATTN_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+    PAGEDATTN_CHECK(cudaStreamEndCapture(stream, &graph));
+    PAGEDATTN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    PAGEDATTN_CHECK(cudaGraphDestroy(graph));
+    decode = [&] { PAGEDATTN_CHECK(cudaGraphLaunch(exec, stream)); };
+  }
+
+  decode(); // the output starts as NaN: this launch's result is the one checked
+  PAGEDATTN_CHECK(cudaStreamSynchronize(stream));
+  const std::vector<T> output = problem.download_output();
+  const double rel_err = problem.max_relative_error(output, problem.sample_pairs(reference_pairs));
+  const double tolerance = std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3;
+
+  Row r{{shape.num_seqs, longest, shape.num_heads, shape.num_kv_heads, shape.head_size}, 0, 0, problem.bytes_moved(), 0, 0, rel_err,
+        rel_err < tolerance, fnv1a(output), sh.name};
+  r.median_us = paged_decode::median_launch_us(decode, launches, stream, &flush);
+  r.hot_us = paged_decode::median_hot_us(decode, launches, stream);
+  if (sh.graph)
+  {
+    r.fresh_us = paged_decode::median_launch_us(fresh, launches, stream, &flush);
+    PAGEDATTN_CHECK(cudaGraphExecDestroy(exec));
+  }
+  r.gbps = r.bytes / (r.median_us * 1e3);
+  r.pct_copy = 100.0 * r.gbps / copy_gbps;
+  return r;
+}
+
+inline std::string shape_name(const BenchShape& b) { return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len); }
+inline std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
+inline std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }
+
+inline bool write_json(const Options& o, const char* device, double copy_gbps, double read_gbps, int launches, std::size_t flush_bytes,
+                const std::vector<Row>& rows)
+{
+  FILE* f = std::fopen(o.json.c_str(), "w");
+  if (!f) { return false; }
+  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
+               bench_json::str(device).c_str(), bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(),
+               bench_json::num(copy_gbps).c_str(), bench_json::num(read_gbps).c_str());
+  std::fprintf(f, " \"read_method\": \"a plain kernel reading a 1 GiB buffer (16-byte loads, four in flight per thread), median of 20 "
+                  "launches, the best of 1, 2, 4 and 8 blocks of 512 threads per SM\",\n");
+  std::fprintf(f, " \"block_size\": %d,\n \"launches\": %d,\n \"l2_flush_bytes\": %zu,\n", block_size, launches, flush_bytes);
+  std::fprintf(f, " \"median_method\": \"median of individually timed launches (cudaEvent pair each), L2 flushed (by reading %zu bytes) before each, flush not timed\",\n", flush_bytes);
+  std::fprintf(f, " \"hot_method\": \"median of per-launch cudaEvent intervals over back-to-back launches, no flush\",\n");
+  std::fprintf(f, " \"bytes\": \"K+V of every live token once (in the cache's element type) + query + output\",\n \"rows\": [\n");
+  for (std::size_t i = 0; i < rows.size(); ++i)
+  {
+    const Row& r = rows[i];
+    std::fprintf(f,
+                 "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
+                 "\"layout\": \"vllm\", \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"output_fnv1a\": \"%016llx\"%s}%s\n",
+                 row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
+                 r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
+                 bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
+                 bench_json::num(r.rel_err).c_str(),
+                 r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
+                 std::isnan(r.fresh_us) ? ""
+                                        : (", \"fresh_us\": " + bench_json::num(r.fresh_us) + ", \"ratio_vs_fresh\": " +
+                                           bench_json::num(r.median_us / r.fresh_us))
+                                              .c_str(),
+                 i + 1 < rows.size() ? "," : "");
+  }
+  std::fprintf(f, " ]\n}\n");
+  return std::fclose(f) == 0;
+}
+
+template <class T, class KvT>
+int run(const Options& o)
+{
+  cudaDeviceProp prop{};
+  PAGEDATTN_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int launches = o.quick ? 10 : 100;
+  const double copy_gbps = paged_decode::device_copy_gbps();
+  const double read_gbps = paged_decode::device_read_gbps();
+  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, block %d, %d launches per shape\n",
+              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), block_size, launches);
+  std::printf("%-10s %-6s %5s %11s %11s %9s %7s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
+              "%read", "rel_err", "check", "output FNV-1a");
+
+  auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
+  const std::vector<ServingShape> serving = serving_shapes();
+  for (const std::string& wanted : o.only)
+  {
+    if (std::none_of(std::begin(shapes), std::end(shapes), [&](const BenchShape& b) { return row_name(b) == wanted; }) &&
+        std::none_of(serving.begin(), serving.end(), [&](const ServingShape& sh) { return sh.name == wanted; }))
+    {
+      std::fprintf(stderr, "--shape %s: no such row (rows are named like 1x16384@24/4/256 or 1x100000+63x512)\n", wanted.c_str());
+      return 2;
+    }
+  }
+  auto print_row = [](const Row& r) {
+    std::printf("%-10s %-6s %5d %11.1f %11.1f %9.1f %6.1f%% %6.1f%% %9.2e  %-6s  %016llx", row_shape(r).c_str(), heads_name(r.shape).c_str(),
+                r.shape.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.pct_read, r.rel_err, r.ok ? "ok" : "FAILED",
+                static_cast<unsigned long long>(r.output_fnv1a));
+    if (!std::isnan(r.fresh_us)) { std::printf("  fresh %.1f us, ratio %.2f", r.fresh_us, r.median_us / r.fresh_us); }
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+
+  const paged_decode::L2Flush flush;
+  cudaStream_t stream = nullptr;
+  PAGEDATTN_CHECK(cudaStreamCreate(&stream));
+  std::vector<Row> rows;
+  for (const BenchShape& b : shapes)
+  {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
+    Row r = run_shape<T, KvT>(b, launches, copy_gbps, flush, stream);
+    r.pct_read = 100.0 * r.gbps / read_gbps;
+    print_row(r);
+    rows.push_back(r);
+  }
+  for (const ServingShape& sh : serving)
+  {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
+    Row r = run_serving<T, KvT>(sh, launches, copy_gbps, flush, stream);
+    r.pct_read = 100.0 * r.gbps / read_gbps;
+    print_row(r);
+    rows.push_back(r);
+  }
+  PAGEDATTN_CHECK(cudaStreamDestroy(stream));
+
+  if (!write_json(o, prop.name, copy_gbps, read_gbps, launches, flush.bytes(), rows))
+  {
+    std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", o.json.c_str());
+  for (const Row& r : rows)
+  {
+    if (!r.ok) { return 1; }
+  }
+  return 0;
+}
+
+} // namespace bench_decode
