@@ -64,15 +64,18 @@ double median_host_us(F&& f, cudaStream_t stream, int n)
   return paged_decode::median(us);
 }
 
+/// The one head size and layout timed (fewer instantiations compile faster).
+using HeadDims = std::integer_sequence<int, 256>;
+
 Row run_shape(int num_seqs, int seq_len, int calls, cudaStream_t stream)
 {
   const paged_decode::DecodeShape shape{num_seqs, seq_len, 24, 4, 256, 16};
   const paged_decode::PagedDecodeProblem<__half> problem(shape, /*seed=*/20261201);
   const pagedattn::DecodeArguments<__half> args = problem.arguments();
   std::size_t bytes = 0;
-  PAGEDATTN_CHECK(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args));
+  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims, pagedattn::VllmCacheLayout>(nullptr, bytes, args)));
   paged_decode::DeviceArray<char> temp(bytes);
-  auto decode = [&] { PAGEDATTN_CHECK(pagedattn::DevicePagedAttention::Decode(temp.get(), bytes, args, stream)); };
+  auto decode = [&] { PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims, pagedattn::VllmCacheLayout>(temp.get(), bytes, args, stream))); };
 
   cudaGraph_t graph;
   cudaGraphExec_t exec;

@@ -5,10 +5,11 @@
 // timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth and read bandwidth (a
 // plain kernel reading 1 GiB: the ceiling of a kernel that only reads, issue 20) measured in the same run.
 //
-//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2]
+//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd]
 //                [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
 //       (--dtype: the queries' and output's type, then the cache's where it differs: an fp8 cache with one K
 //        and one V scale; its bytes, %copy and %read count the fp8 bytes read)
+//       (--layout: the caches' layout, packed: vLLM's 5-D (default), or token rows, HND or NHD)
 //       (--shape: only the rows named, e.g. 1x16384@24/4/256 or a serving row's name such as
 //        1x100000+63x512 or graph:32x1000@8192; for profiling one launch)
 //

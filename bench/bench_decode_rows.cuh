@@ -39,7 +39,7 @@ constexpr int block_size = 16;
 constexpr int reference_pairs = 4;
 
 struct Options {
-  std::string json, commit = "unknown", dtype = "fp16";
+  std::string json, commit = "unknown", dtype = "fp16", layout = "vllm";
   bool quick = false;
   std::vector<std::string> only; ///< --shape: the rows to run (all when empty)
 };
@@ -105,7 +105,7 @@ std::uint64_t fnv1a(const std::vector<T>& v)
 [[noreturn]] inline void usage(const char* argv0)
 {
   std::fprintf(stderr,
-               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] "
+               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd] "
                "[--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
                argv0);
   std::exit(2);
@@ -121,19 +121,22 @@ inline Options parse(int argc, char** argv)
     if (a == "--json" && has_value) { o.json = argv[++i]; }
     else if (a == "--commit" && has_value) { o.commit = argv[++i]; }
     else if (a == "--dtype" && has_value) { o.dtype = argv[++i]; }
+    else if (a == "--layout" && has_value) { o.layout = argv[++i]; }
     else if (a == "--quick") { o.quick = true; }
     else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
   }
   const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2"};
   if (o.json.empty() || std::none_of(std::begin(dtypes), std::end(dtypes), [&](const char* d) { return o.dtype == d; })) { usage(argv[0]); }
+  if (o.layout != "vllm" && o.layout != "hnd" && o.layout != "nhd") { usage(argv[0]); }
   return o;
 }
 
 template <class T, class KvT>
-Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
+Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
+              cudaStream_t stream)
 {
-  const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size};
+  const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size, layout};
   const paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
   const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
   std::size_t temp_bytes = 0;
@@ -159,10 +162,11 @@ Row run_shape(const BenchShape& b, int launches, double copy_gbps, const paged_d
 
 /// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
 template <class T, class KvT>
-Row run_serving(const ServingShape& sh, int launches, double copy_gbps, const paged_decode::L2Flush& flush, cudaStream_t stream)
+Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
+                cudaStream_t stream)
 {
   const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
-  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size};
+  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size, layout};
   paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261201);
   problem.set_seq_lens(sh.lens);
   pagedattn::DecodeArguments<T, KvT> args = problem.arguments(); // max_seq_len = the bound
@@ -209,6 +213,11 @@ Row run_serving(const ServingShape& sh, int launches, double copy_gbps, const pa
   return r;
 }
 
+inline pagedattn::CacheLayout layout_of(const Options& o)
+{
+  return o.layout == "hnd" ? pagedattn::CacheLayout::hnd : o.layout == "nhd" ? pagedattn::CacheLayout::nhd : pagedattn::CacheLayout::vllm;
+}
+
 inline std::string shape_name(const BenchShape& b) { return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len); }
 inline std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
 inline std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }
@@ -218,8 +227,8 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
 {
   FILE* f = std::fopen(o.json.c_str(), "w");
   if (!f) { return false; }
-  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
-               bench_json::str(device).c_str(), bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(),
+  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"layout\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
+               bench_json::str(device).c_str(), bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(), bench_json::str(o.layout).c_str(),
                bench_json::num(copy_gbps).c_str(), bench_json::num(read_gbps).c_str());
   std::fprintf(f, " \"read_method\": \"a plain kernel reading a 1 GiB buffer (16-byte loads, four in flight per thread), median of 20 "
                   "launches, the best of 1, 2, 4 and 8 blocks of 512 threads per SM\",\n");
@@ -232,10 +241,10 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"layout\": \"vllm\", \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"layout\": %s, \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
                  "\"output_fnv1a\": \"%016llx\"%s}%s\n",
                  row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
-                 r.shape.num_seqs, r.shape.seq_len, bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
+                 r.shape.num_seqs, r.shape.seq_len, bench_json::str(o.layout).c_str(), bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
                  bench_json::num(r.rel_err).c_str(),
                  r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
@@ -257,8 +266,9 @@ int run(const Options& o)
   const int launches = o.quick ? 10 : 100;
   const double copy_gbps = paged_decode::device_copy_gbps();
   const double read_gbps = paged_decode::device_read_gbps();
-  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, block %d, %d launches per shape\n",
-              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), block_size, launches);
+  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, layout %s, block %d, %d launches per shape\n",
+              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), o.layout.c_str(), block_size,
+              launches);
   std::printf("%-10s %-6s %5s %11s %11s %9s %7s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
               "%read", "rel_err", "check", "output FNV-1a");
 
@@ -289,7 +299,7 @@ int run(const Options& o)
   for (const BenchShape& b : shapes)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
-    Row r = run_shape<T, KvT>(b, launches, copy_gbps, flush, stream);
+    Row r = run_shape<T, KvT>(b, layout_of(o), launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
@@ -297,7 +307,7 @@ int run(const Options& o)
   for (const ServingShape& sh : serving)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
-    Row r = run_serving<T, KvT>(sh, launches, copy_gbps, flush, stream);
+    Row r = run_serving<T, KvT>(sh, layout_of(o), launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);

@@ -109,6 +109,16 @@ if [ "$PART" != ncu ]; then
 [ -x "$BUILD/bench/bench_decode" ] &&
   run_step bench_decode_fp8_e5m2 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_fp8_e5m2.json" --commit "$commit" \
     --dtype fp16/fp8_e5m2 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
+# Cache layouts (issue 17): the Qwen3.6 rows with HND and NHD caches (packed), and e4m3 in HND
+qwen_rows=$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024; do echo --shape $s@24/4/256; done)
+for layout in hnd nhd; do
+  [ -x "$BUILD/bench/bench_decode" ] &&
+    run_step bench_decode_layout_$layout 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_layout_$layout.json" \
+      --commit "$commit" --dtype fp16 --layout $layout $qwen_rows --shape 64x4096@24/4/128 --shape 1x100000+63x512
+done
+[ -x "$BUILD/bench/bench_decode" ] &&
+  run_step bench_decode_layout_hnd_fp8 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_layout_hnd_fp8.json" \
+    --commit "$commit" --dtype fp16/fp8_e4m3 --layout hnd --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
 [ -x "$BUILD/bench/bench_combine" ] &&
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
 [ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)
@@ -140,8 +150,8 @@ if [ -f .seed/paged_attention_v2_triton.py ]; then
   run_step seed_triton_bench 300 python3 bench/seed_triton_bench.py --out "$LOGS/seed.json"
 fi
 if [ -f "$LOGS/bench_decode.json" ]; then
-  fp8_runs=$(ls "$LOGS"/bench_decode_fp8_*.json 2>/dev/null)
-  run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $fp8_runs --seed "$LOGS/seed.json" \
+  more_runs=$(ls "$LOGS"/bench_decode_fp8_*.json "$LOGS"/bench_decode_layout_*.json 2>/dev/null)
+  run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $more_runs --seed "$LOGS/seed.json" \
     --combine "$LOGS/bench_combine.json" --out "$OUT/h200.json" --plot "$OUT/h200.png"
 fi
 

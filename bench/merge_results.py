@@ -7,7 +7,7 @@
 Several --pagedattn files (bench_decode runs of other dtypes, e.g. an fp8 cache) add their rows after the
 first's; each row keeps the pct_copy and pct_read of its own run, whose bandwidths are listed in "runs".
 
-Rows are joined on (shape, heads, head_dim, dtype); each gains seed_us, seed_rel_err, seed_pct_copy and
+Rows are joined on (shape, heads, head_dim, dtype, layout; the seed reads vLLM's); each gains seed_us, seed_rel_err, seed_pct_copy and
 speedup_vs_seed = seed_us / median_us (and keeps bench_decode's pct_copy and pct_read). A missing or unreadable seed (or combine) file leaves those fields
 null (or the combine list empty). Both percentages use the copy bandwidth of the bench_decode run, so that
 the bars of a shape compare the two times directly.
@@ -29,7 +29,7 @@ def load(path, what):
 
 
 def key(row):
-    return row["shape"], row["heads"], row["head_dim"], row["dtype"]
+    return row["shape"], row["heads"], row["head_dim"], row["dtype"], row.get("layout", "vllm")
 
 
 def merge(decodes, seed, combine):
@@ -53,7 +53,8 @@ def merge(decodes, seed, combine):
         "read_gbps": decode.get("read_gbps"), "read_method": decode.get("read_method"), "dtype": decode["dtype"],
         "seed_copy_gbps": (seed or {}).get("copy_gbps"),
         "median_method": decode.get("median_method"), "hot_method": decode.get("hot_method"),
-        "runs": [{"dtype": d["dtype"], "copy_gbps": d["copy_gbps"], "read_gbps": d.get("read_gbps")} for d in decodes],
+        "runs": [{"dtype": d["dtype"], "layout": d.get("layout", "vllm"), "copy_gbps": d["copy_gbps"], "read_gbps": d.get("read_gbps")}
+                 for d in decodes],
         "rows": rows,
         "combine": (combine or {}).get("rows", []),
         "combine_bitwise_identical": (combine or {}).get("bitwise_identical"),
@@ -69,6 +70,7 @@ def plot(result, path):
     xs = range(len(rows))
     width = 0.4
     labels = [f"{r['shape']}\n{r['heads']} h{r['head_dim']}" + ("" if r["dtype"] == result["dtype"] else f"\n{r['dtype']}") +
+              ("" if r.get("layout", "vllm") == "vllm" else f"\n{r['layout']}") +
               ("" if r.get("ok", True) else "\nFAILED") for r in rows]
     ours = [r.get("pct_copy") or 0 for r in rows]
     seed = [r.get("seed_pct_copy") or 0 for r in rows]

@@ -66,25 +66,57 @@ struct ProblemData {
   }
 };
 
-/// vLLM's paged cache layout (see pagedattn::DecodeArguments): key [block][kv_head][head_size / x]
-/// [block_size][x] with x the elements of 16 bytes, value [block][kv_head][head_size][block_size].
+/// The paged caches' layout (see pagedattn::DecodeArguments): vLLM's (key [block][kv_head][head_size / x]
+/// [block_size][x] with x the elements of 16 bytes, value [block][kv_head][head_size][block_size]), or
+/// token rows, HND ([block][kv_head][block_size][head_size]) and NHD ([block][block_size][kv_head]
+/// [head_size]) for both caches, with the strides given (0: packed), as DecodeArguments takes them.
 template <class T>
 struct CacheLayout {
   static constexpr int x = pagedattn::elements_per_vector<T>;
   int num_kv_heads = 1;
   int head_size = 128;
   int block_size = 16;
+  pagedattn::CacheLayout kind = pagedattn::CacheLayout::vllm;
+  std::int64_t block_stride = 0, head_stride = 0, token_stride = 0; ///< token rows: elements (0: packed)
 
-  __host__ __device__ std::uint64_t block_elements() const { return std::uint64_t(num_kv_heads) * head_size * block_size; }
+  __host__ __device__ std::int64_t run_elements() const { return std::int64_t(head_size) * block_size; }
+  __host__ __device__ std::int64_t block_step() const { return block_stride ? block_stride : num_kv_heads * run_elements(); }
+  __host__ __device__ std::int64_t head_step() const
+  {
+    return head_stride ? head_stride : kind == pagedattn::CacheLayout::nhd ? head_size : run_elements();
+  }
+  __host__ __device__ std::int64_t token_step() const
+  {
+    return token_stride ? token_stride : kind == pagedattn::CacheLayout::nhd ? std::int64_t(num_kv_heads) * head_size : head_size;
+  }
+  /// Elements from one cache block to the next (a cache of n blocks holds n * block_elements()).
+  __host__ __device__ std::uint64_t block_elements() const { return std::uint64_t(block_step()); }
   __host__ __device__ std::uint64_t key_offset(std::uint64_t block, int kv_head, int dim, int slot) const
   {
+    if (kind != pagedattn::CacheLayout::vllm) { return row_offset(block, kv_head, dim, slot); }
     const std::uint64_t head_base = block * num_kv_heads + kv_head;
     return ((head_base * (head_size / x) + dim / x) * block_size + slot) * x + dim % x;
   }
   __host__ __device__ std::uint64_t value_offset(std::uint64_t block, int kv_head, int dim, int slot) const
   {
+    if (kind != pagedattn::CacheLayout::vllm) { return row_offset(block, kv_head, dim, slot); }
     const std::uint64_t head_base = block * num_kv_heads + kv_head;
     return (head_base * head_size + dim) * block_size + slot;
+  }
+  /// Set the layout and strides of a's caches.
+  template <class Q>
+  void describe(pagedattn::DecodeArguments<Q, T>& a) const
+  {
+    a.cache_layout = kind;
+    a.cache_block_stride = block_stride;
+    a.cache_head_stride = head_stride;
+    a.cache_token_stride = token_stride;
+  }
+
+private:
+  __host__ __device__ std::uint64_t row_offset(std::uint64_t block, int kv_head, int dim, int slot) const
+  {
+    return block * block_step() + kv_head * head_step() + slot * token_step() + dim;
   }
 };
 

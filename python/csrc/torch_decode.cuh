@@ -29,6 +29,15 @@ inline void throw_if_bad(const std::string& bad) { TORCH_CHECK_VALUE(bad.empty()
 /// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
 /// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
 /// this GPU).
+/// DevicePagedAttention::Decode with vLLM's cache layout only (the op takes vLLM's caches; the other
+/// layouts' kernels would only add compile time).
+template <class T, class KvT>
+cudaError_t decode_vllm_layout(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& a, cudaStream_t stream = 0)
+{
+  return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, pagedattn::SupportedHeadDims,
+                                                 pagedattn::VllmCacheLayout>(temp, bytes, a, stream);
+}
+
 inline void check_decode(cudaError_t err)
 {
   if (err == cudaSuccess) { return; }
@@ -106,18 +115,18 @@ void launch_with_temporary_storage(const pagedattn::DecodeArguments<T, KvT>& a, 
     if (probe_skip_launch) { return; }
 #endif
     bytes = static_cast<std::size_t>(buffer.numel());
-    const cudaError_t err = pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream);
+    const cudaError_t err = decode_vllm_layout(buffer.data_ptr(), bytes, a, stream);
     if (err == cudaSuccess) { return; }
     if (err != cudaErrorInvalidValue) { check_decode(err); } // throws
     refusal = pagedattn::last_error_message();
   }
   std::size_t needed = 0;
-  check_decode(pagedattn::DevicePagedAttention::Decode(nullptr, needed, a));
+  check_decode(decode_vllm_layout(nullptr, needed, a));
   if (buffer.defined() && needed <= bytes) { throw_if_bad(refusal); } // refused for another reason than its size
   buffer = at::Tensor(); // the old buffer back to the pool before the larger one is taken
   buffer = at::empty({static_cast<std::int64_t>(needed > 0 ? needed : 1)}, like.options().dtype(at::kByte));
   bytes = static_cast<std::size_t>(buffer.numel());
-  check_decode(pagedattn::DevicePagedAttention::Decode(buffer.data_ptr(), bytes, a, stream));
+  check_decode(decode_vllm_layout(buffer.data_ptr(), bytes, a, stream));
 }
 
 /// The tensors of one call, for their data pointers once check() has passed.

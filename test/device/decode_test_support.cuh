@@ -25,6 +25,14 @@ struct DecodeShape {
   int max_seq_len_override = -1; ///< DecodeArguments::max_seq_len when >= 0 (a looser bound); else the longest length
   int partition_tokens = 0;      ///< DecodeArguments::partition_tokens (0: automatic)
   std::int64_t scale_head_stride = 1; ///< fp8 caches: DecodeArguments::scale_head_stride (scales differ per KV head)
+  pagedattn::CacheLayout cache_layout = pagedattn::CacheLayout::vllm; ///< DecodeArguments::cache_layout and strides
+  std::int64_t cache_block_stride = 0, cache_head_stride = 0, cache_token_stride = 0; ///< (gaps between hold NaN)
+
+  template <class KvT>
+  paged_decode::CacheLayout<KvT> layout() const
+  {
+    return {num_kv_heads, head_size, block_size, cache_layout, cache_block_stride, cache_head_stride, cache_token_stride};
+  }
 
   /// Cache blocks that sequence q uses.
   int blocks_of(int q) const { return std::max(0, (seq_lens[q] + block_size - 1) / block_size); }
@@ -124,11 +132,12 @@ struct DeviceDecode {
     return p;
   }
 
-  /// Packs each used block on the host (NaN in the slots past the sequence's end) and copies it to its id.
+  /// Packs each used block on the host (NaN in the slots past the sequence's end, and in the gaps that
+  /// strides leave) and copies it to its id.
   void upload_cache()
   {
     const auto& s = prob.shape;
-    const paged_decode::CacheLayout<KvT> layout{s.num_kv_heads, s.head_size, s.block_size};
+    const paged_decode::CacheLayout<KvT> layout = s.template layout<KvT>();
     const std::size_t block_elements = layout.block_elements();
     const std::size_t bytes = std::size_t(prob.num_blocks) * block_elements * sizeof(KvT);
     CUDA_CHECK(cudaMalloc(&d_key, bytes));
@@ -139,7 +148,7 @@ struct DeviceDecode {
       CUDA_CHECK(cudaMemset(d_value, 0xFF, bytes));
     }
     const KvT nan = pagedattn::ElementTraits<KvT>::from_float(std::nanf(""));
-    std::vector<KvT> key_block(block_elements), value_block(block_elements);
+    std::vector<KvT> key_block(block_elements, nan), value_block(block_elements, nan);
     for (int q = 0; q < prob.num_seqs; ++q)
     {
       const int len = s.seq_lens[q];
@@ -187,6 +196,7 @@ struct DeviceDecode {
     a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
+    s.template layout<KvT>().describe(a);
     if constexpr (fp8)
     {
       a.k_scale = d_k_scales.get();
@@ -197,15 +207,17 @@ struct DeviceDecode {
   }
 
   /// Poison the output, run Decode (sizing and allocating temp storage), return the output.
-  template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class HeadDims = pagedattn::SupportedHeadDims>
+  /// Layouts: the cache layouts instantiated (vLLM's only unless a test asks: half the tensor-core kernels).
+  template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class HeadDims = pagedattn::SupportedHeadDims,
+            class Layouts = pagedattn::VllmCacheLayout>
   std::vector<T> run(cudaStream_t stream = 0)
   {
     const auto a = arguments();
     std::size_t bytes = 0;
-    REQUIRE((pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims>(nullptr, bytes, a)) == cudaSuccess);
+    REQUIRE((pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(nullptr, bytes, a)) == cudaSuccess);
     DeviceBuffer<char> temp(bytes);
     output.poison();
-    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims>(temp.get(), bytes, a, stream);
+    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(temp.get(), bytes, a, stream);
     INFO(pagedattn::last_error_message());
     REQUIRE(err == cudaSuccess);
     CUDA_CHECK_LAUNCH();
@@ -305,16 +317,28 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b)
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
+/// DevicePagedAttention::Decode with every head size and vLLM's cache layout only (the tests of other
+/// layouts instantiate theirs: each set of layouts is a set of kernels to compile).
+template <class T, class KvT>
+cudaError_t decode_vllm(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& a, cudaStream_t stream = 0)
+{
+  return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, pagedattn::SupportedHeadDims,
+                                                 pagedattn::VllmCacheLayout>(temp, bytes, a, stream);
+}
+
 /// Run one shape and require the worst error under the dtype's tolerance; returns the error.
 /// HeadDims: the head sizes to instantiate (fewer compile faster; s.head_size must be one of them).
-template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class KvT = T, class HeadDims = pagedattn::SupportedHeadDims>
+template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class KvT = T, class HeadDims = pagedattn::SupportedHeadDims,
+          class Layouts = pagedattn::VllmCacheLayout>
 double check_decode(const DecodeShape& s, std::uint64_t seed)
 {
   DeviceDecode<T, KvT> dd(s, seed);
-  const auto out = dd.template run<PolicyChain, HeadDims>();
+  const auto out = dd.template run<PolicyChain, HeadDims, Layouts>();
   const double err = dd.worst_error(out);
   INFO(pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " heads " << s.num_heads << "/" << s.num_kv_heads << " head_size " << s.head_size
-                                         << " block " << s.block_size << " alibi " << s.alibi << " seqs " << s.seq_lens.size()
+                                         << " block " << s.block_size << " alibi " << s.alibi << " layout " << int(s.cache_layout)
+                                         << " strides " << s.cache_block_stride << "/" << s.cache_head_stride << "/" << s.cache_token_stride
+                                         << " seqs " << s.seq_lens.size()
                                          << " max_len " << dd.prob.max_seq_len << ": worst rel L2 " << err);
   REQUIRE(err < tolerance<T>());
   const std::string dtype = fp8_suffix<KvT>(pagedattn::ElementTraits<T>::name);

@@ -145,7 +145,7 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   REQUIRE(pagedattn::detail::current_device_info(device) == cudaSuccess);
   const auto a = dd.arguments();
   std::size_t bytes = 0;
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a) == cudaSuccess);
+  REQUIRE(test::decode_vllm(nullptr, bytes, a) == cudaSuccess);
   test::DeviceBuffer<char> temp(bytes);
   // The default chain's policy for this device, and its kernel (the one the other tests launch).
   const cudaError_t err = pagedattn::DefaultPagedAttentionPolicies::invoke(device.ptx_version, [&](auto policy) {
@@ -191,13 +191,13 @@ TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in 
   test::DeviceDecode<T> dd(s, seed);
   const auto args = dd.arguments();
   std::size_t bytes = 0;
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  REQUIRE(test::decode_vllm(nullptr, bytes, args) == cudaSuccess);
   test::DeviceBuffer<char> graph_temp(bytes), fresh_temp(bytes);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(graph_temp.get(), bytes, args, stream) == cudaSuccess);
+  REQUIRE(test::decode_vllm(graph_temp.get(), bytes, args, stream) == cudaSuccess);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -211,7 +211,7 @@ TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in 
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto replayed = dd.output.download();
     dd.output.poison();
-    REQUIRE(pagedattn::DevicePagedAttention::Decode(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
+    REQUIRE(test::decode_vllm(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
     CUDA_CHECK(cudaStreamSynchronize(stream));
     REQUIRE(test::bitwise_equal(replayed, dd.output.download())); // each replay equals a fresh launch
     dd.prob.shape.seq_lens = lens;                                 // the reference of these lengths
@@ -233,13 +233,13 @@ TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][gra
 
   const auto args = dd.arguments();
   std::size_t bytes = 0;
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  REQUIRE(test::decode_vllm(nullptr, bytes, args) == cudaSuccess);
   test::DeviceBuffer<char> temp(bytes);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(temp.get(), bytes, args, stream) == cudaSuccess);
+  REQUIRE(test::decode_vllm(temp.get(), bytes, args, stream) == cudaSuccess);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -275,11 +275,11 @@ TEST_CASE("decode fp16: invalid device data gives NaN for that sequence and an e
   auto args = dd.arguments();
   args.max_seq_len = dd.prob.max_blocks_per_seq * s.block_size; // host bound stays consistent
   std::size_t bytes = 0;
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, args) == cudaSuccess);
+  REQUIRE(test::decode_vllm(nullptr, bytes, args) == cudaSuccess);
   test::DeviceBuffer<char> temp(bytes);
   CUDA_CHECK(cudaMemset(dd.error_count.get(), 0, sizeof(unsigned)));
   dd.output.poison();
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(temp.get(), bytes, args) == cudaSuccess);
+  REQUIRE(test::decode_vllm(temp.get(), bytes, args) == cudaSuccess);
   CUDA_CHECK_LAUNCH();
   const auto out = dd.output.download();
   const std::size_t per_seq = std::size_t(s.num_heads) * s.head_size;
@@ -308,11 +308,11 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
     INFO("argument " << name);
     std::size_t b = 1 << 20;
     test::DeviceBuffer<char> temp(b);
-    CHECK(pagedattn::DevicePagedAttention::Decode(temp.get(), b, a) == cudaErrorInvalidValue);
+    CHECK(test::decode_vllm(temp.get(), b, a) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find(name) != std::string::npos);
   };
   auto a = dd.arguments();
-  REQUIRE(pagedattn::DevicePagedAttention::Decode(nullptr, bytes, a) == cudaSuccess);
+  REQUIRE(test::decode_vllm(nullptr, bytes, a) == cudaSuccess);
   { auto b = a; b.query = nullptr; expect_error(b, "query"); }
   { auto b = a; b.key_cache = nullptr; expect_error(b, "key_cache"); }
   { auto b = a; b.value_cache = nullptr; expect_error(b, "value_cache"); }
@@ -330,7 +330,7 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
     auto b = a;
     b.max_seq_len = 4000;
     b.max_blocks_per_seq = 1000;
-    CHECK(pagedattn::DevicePagedAttention::Decode(temp.get(), small, b) == cudaErrorInvalidValue);
+    CHECK(test::decode_vllm(temp.get(), small, b) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find("temp_storage_bytes") != std::string::npos);
   }
 }

@@ -31,13 +31,13 @@ TEST_CASE("decode fp8: scales rewritten on the device between replays of one cap
   test::DeviceDecode<__half, fp8_e4m3> dd(s, test::test_seed() + 2000);
   const auto args = dd.arguments();
   std::size_t bytes = 0;
-  REQUIRE((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes>(nullptr, bytes, args)) == cudaSuccess);
+  REQUIRE((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes, pagedattn::VllmCacheLayout>(nullptr, bytes, args)) == cudaSuccess);
   test::DeviceBuffer<char> temp(bytes);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  REQUIRE((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes>(temp.get(), bytes, args, stream)) == cudaSuccess);
+  REQUIRE((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes, pagedattn::VllmCacheLayout>(temp.get(), bytes, args, stream)) == cudaSuccess);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -211,7 +211,7 @@ TEST_CASE("decode fp8: bad fp8 arguments return cudaErrorInvalidValue naming the
   test::DeviceDecode<__half, fp8_e4m3> dd(s, 1);
   std::size_t bytes = 0;
   auto refused = [&](const auto& a, const char* named) {
-    CHECK((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes>(nullptr, bytes, a)) == cudaErrorInvalidValue);
+    CHECK((pagedattn::DevicePagedAttention::Decode<Default, TwoHeadSizes, pagedattn::VllmCacheLayout>(nullptr, bytes, a)) == cudaErrorInvalidValue);
     CHECK(pagedattn::last_error_message().find(named) != std::string::npos);
   };
   auto a = dd.arguments();

@@ -6,15 +6,15 @@
 
 namespace {
 
-template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T>
+template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T, bool TokenRows = false>
 void check_limits()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
-                    << " max heads " << MaxHeads);
-  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT>;
+                    << " max heads " << MaxHeads << " token rows " << TokenRows);
+  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
   using Fold = typename Agent::Fold;
-  constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT>() <= Policy::smem_budget_bytes);
+  constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT, TokenRows>;
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -26,9 +26,11 @@ void check_limits()
     CHECK(limit % 32 == 0);
     CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
   }
-  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT>)
+  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT, TokenRows>)
   {
     using Tile = typename Fold::Tile;
+    CHECK(Fold::Stage::Layout::value_rows == TokenRows);
+    CHECK((!TokenRows || Fold::kv_copy == pagedattn::KvCopy::cp_async)); // token rows: 16-byte copies at any stride
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
@@ -61,6 +63,8 @@ void check_policy(std::integer_sequence<int, HeadDims...>)
   (check_limits<Policy, T, HeadDims, 1, KvT>(), ...);
   (check_limits<Policy, T, HeadDims, 4, KvT>(), ...);
   (check_limits<Policy, T, HeadDims, 8, KvT>(), ...);
+  (check_limits<Policy, T, HeadDims, 8, KvT, true>(), ...); // the kernels of caches in token rows (hnd, nhd)
+  (check_limits<Policy, T, HeadDims, 1, KvT, true>(), ...);
 }
 
 template <class Policy>

@@ -44,6 +44,7 @@ struct Shape {
   int num_heads = 4, num_kv_heads = 2, head_size = 64, block_size = 16;
   int partition_tokens = 32;
   bool alibi = false;
+  CacheLayout layout = CacheLayout::vllm; ///< the caches' layout (packed)
 };
 
 struct Problem {
@@ -51,7 +52,7 @@ struct Problem {
   int num_seqs = 0, max_blocks_per_seq = 0, max_seq_len = 0;
   std::int64_t num_blocks = 0;
   float scale = 0;
-  std::vector<float> query, key, value, alibi; // key/value: vLLM's layouts (DecodeArguments)
+  std::vector<float> query, key, value, alibi; // key/value: in shape.layout (DecodeArguments)
   std::vector<int> block_tables;
 
   explicit Problem(const Shape& s, std::uint64_t seed) : shape(s)
@@ -99,13 +100,21 @@ struct Problem {
 
   static constexpr int x = elements_per_vector<float>;
   std::size_t block_of(int q, int t) const { return std::size_t(block_tables[std::size_t(q) * max_blocks_per_seq + t / shape.block_size]); }
+  /// Token rows, packed: HND [block][kv head][token][dim], NHD [block][token][kv head][dim].
+  std::size_t row_offset(int q, int t, int h, int d) const
+  {
+    const std::size_t block = block_of(q, t), slot = std::size_t(t % shape.block_size), H = shape.num_kv_heads, D = shape.head_size;
+    return shape.layout == CacheLayout::hnd ? ((block * H + h) * shape.block_size + slot) * D + d : ((block * shape.block_size + slot) * H + h) * D + d;
+  }
   std::size_t key_offset(int q, int t, int h, int d) const
   {
+    if (shape.layout != CacheLayout::vllm) { return row_offset(q, t, h, d); }
     const std::size_t head_base = block_of(q, t) * shape.num_kv_heads + h;
     return ((head_base * (shape.head_size / x) + d / x) * shape.block_size + t % shape.block_size) * x + d % x;
   }
   std::size_t value_offset(int q, int t, int h, int d) const
   {
+    if (shape.layout != CacheLayout::vllm) { return row_offset(q, t, h, d); }
     const std::size_t head_base = block_of(q, t) * shape.num_kv_heads + h;
     return (head_base * shape.head_size + d) * shape.block_size + t % shape.block_size;
   }
@@ -191,6 +200,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.query = in.query.data();
   a.key_cache = in.key.data();
   a.value_cache = in.value.data();
+  a.cache_layout = s.layout;
   a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
   a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
   a.scale_head_stride = in.scale_head_stride;
@@ -323,9 +333,13 @@ std::pair<Inputs<__half, Fp8Storage<Format>>, Problem> fp8_problem(const Problem
       {
         for (int t = 0; t < s.block_size; ++t)
         {
-          const std::size_t kf = ((run * (s.head_size / fx) + d / fx) * s.block_size + t) * fx + d % fx;
-          const std::size_t kb = ((run * (s.head_size / bx) + d / bx) * s.block_size + t) * bx + d % bx;
-          const std::size_t v = (run * s.head_size + d) * s.block_size + t;
+          // Token rows (packed) hold both caches alike, in either element type.
+          const std::size_t row = s.layout == CacheLayout::hnd ? (run * s.block_size + t) * s.head_size + d
+                                                               : ((std::size_t(b) * s.block_size + t) * s.num_kv_heads + h) * s.head_size + d;
+          const bool rows = s.layout != CacheLayout::vllm;
+          const std::size_t kf = rows ? row : ((run * (s.head_size / fx) + d / fx) * s.block_size + t) * fx + d % fx;
+          const std::size_t kb = rows ? row : ((run * (s.head_size / bx) + d / bx) * s.block_size + t) * bx + d % bx;
+          const std::size_t v = rows ? row : (run * s.head_size + d) * s.block_size + t;
           if (!std::isnan(base.key[kf]))
           {
             in.key[kb] = random_byte();
@@ -462,6 +476,32 @@ TEST_CASE("decode, emulated on the host: the BI-V100 policy's CUDA-core decode",
   const double err = relative_error(prob, r.output);
   WARN("BI-V100 policy (" << warp_threads << "-lane warps): relative L2 error " << err << ", " << r.seconds << " s emulated");
   REQUIRE(err < 1e-4);
+}
+
+TEST_CASE("decode, emulated on the host: caches in token rows (HND, NHD) on the CUDA-core decode, BI-V100's included",
+          "[decode][emulated][host][biv100][layouts]")
+{
+  const CacheLayout layout = GENERATE(CacheLayout::hnd, CacheLayout::nhd);
+  const int block_size = GENERATE(8, 32);
+  Shape shape{{37, 0, 300, 1000}, 8, 2, 64, block_size};
+  shape.partition_tokens = 64;
+  shape.alibi = block_size == 8;
+  shape.layout = layout;
+  INFO("layout " << int(layout) << ", block size " << block_size);
+  const Problem prob(shape, 31 + block_size);
+  {
+    const RunResult r = run_emulated<PagedAttentionPolicyBIV100>(prob, 3, 2);
+    REQUIRE(r.errors == 0u);
+    const double err = relative_error(prob, r.output);
+    WARN("BI-V100 policy (" << warp_threads << "-lane warps), token rows: relative L2 error " << err);
+    REQUIRE(err < 1e-4);
+  }
+  const auto [in, ref] = fp8_problem<Fp8Format::e4m3>(prob, 1, 37);
+  const RunResult r = run_emulated<EmulatedPolicy, 64>(ref, in, 3, 2);
+  REQUIRE(r.errors == 0u);
+  const double err = relative_error(ref, r.output);
+  WARN("fp16/fp8_e4m3 in token rows: relative L2 error " << err);
+  REQUIRE(err < 2e-3);
 }
 
 TEST_CASE("decode, emulated on the host: fp8 caches (e4m3, e5m2) with fp16 queries, scales per KV head or shared",

@@ -30,19 +30,23 @@ namespace detail {
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 /// Whether a policy's decode runs on tensor cores for query type T and cache type KvT: 16-bit queries, a
-/// cache of the same type or (with the sm_90 copies, which stage it for its conversion) fp8, 32-lane warps.
-/// An fp8 cache under a cp.async policy (sm_80) takes the CUDA-core fold.
-template <class T, class Policy, class KvT = T>
-inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
-                                          (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
+/// cache of the same type or (with the sm_90 copies, which stage it for its conversion, and vLLM's layout)
+/// fp8, 32-lane warps. An fp8 cache under a cp.async policy (sm_80) or in token rows takes the CUDA-core fold.
+template <class T, class Policy, class KvT = T, bool TokenRows = false>
+inline constexpr bool uses_tensor_cores =
+    Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
+    (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async && !TokenRows));
 } // namespace detail
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
+/// TokenRows: the tensor-core fold's staging for caches in token rows (PagedAttentionParams::token_rows,
+/// which must agree); the CUDA-core fold reads either layout at run time.
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
-  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>, PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT>,
+  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT, TokenRows>,
+                                  PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>,
                                   PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;

@@ -16,8 +16,13 @@ template <class T, class KvT = T>
 struct PagedAttentionParams {
   const T* query;
   std::int64_t query_seq_stride, query_head_stride;
-  const KvT* key_cache;   ///< [num_blocks][num_kv_heads][head_size / x][block_size][x]
-  const KvT* value_cache; ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const KvT* key_cache;   ///< vLLM: [num_blocks][num_kv_heads][head_size / x][block_size][x]; token rows: see below
+  const KvT* value_cache; ///< vLLM: [num_blocks][num_kv_heads][head_size][block_size]; token rows: see below
+  /// Token rows (CacheLayout hnd, nhd): element d of token t of cache block b and KV head h of either cache
+  /// at b * cache_block_stride + h * cache_head_stride + t * cache_token_stride + d. vLLM's layout: its
+  /// runs of one block and KV head at b * cache_block_stride + h * cache_head_stride (token stride 0).
+  bool token_rows;
+  std::int64_t cache_block_stride, cache_head_stride, cache_token_stride;
   const float* k_scale;   ///< fp8 caches: K's and V's scales of KV head h at [h * scale_head_stride]; else null
   const float* v_scale;
   std::int64_t scale_head_stride;

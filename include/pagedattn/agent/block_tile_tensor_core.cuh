@@ -20,7 +20,8 @@
 //       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
 //   softmax: lane l of warp w owns head w * 8/Warps + l / lanes_per_head and tokens_per_lane consecutive
 //       tokens; a head's max and sum reduce over its lanes_per_head lanes.
-//   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4; B = P^T:
+//   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4 (V in token
+//       rows, KvTileStageRows: one ldmatrix_x4_trans of the rows of tokens 16s ..); B = P^T:
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
 // Scores and the output accumulate in fp32; P is rounded to T for the PV product.
 //
@@ -280,7 +281,11 @@ public:
           const int m = warp + i * Warps;
           if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
           std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-          ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3);
+          if constexpr (Stage::Layout::value_rows) // token rows: the matrices' rows are tokens (16st + row8 (+ 8)), transposed
+          {
+            ldmatrix_x4_trans(&stage[st / 2].v[layout_.value_row_unit(16 * (st % 2) + 8 * upper + row8, 2 * m + half)], a0, a1, a2, a3);
+          }
+          else { ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3); }
           mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
         }
       }

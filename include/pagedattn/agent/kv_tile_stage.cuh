@@ -58,6 +58,7 @@ public:
 
   /// The units' places, as BlockTileTensorCore asks for them (the same for every block size).
   struct Layout {
+    static constexpr bool value_rows = false; ///< V lies dim-major: the PV product reads it with ldmatrix_x4 at v_unit
     PAGEDATTN_DEVICE explicit Layout(int /*log2_block_size*/) {}
     PAGEDATTN_DEVICE int k_unit(int vector, int token) const { return KvTileStage::k_unit(vector, token); }
     PAGEDATTN_DEVICE int v_unit(int dim, int unit) const { return KvTileStage::v_unit(dim, unit); }

@@ -68,6 +68,7 @@ public:
   /// Where a tile's units lie, for the launch's block size (8, 16 or 32 tokens: log2 3, 4 or 5).
   class Layout {
   public:
+    static constexpr bool value_rows = false; ///< V lies dim-major (v_unit, v_fp8_unit)
     PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
     PAGEDATTN_HOST_DEVICE int log2_block_size() const { return log2_bs_; }
     /// Unit holding dims 8 vector .. 8 vector + 7 of tile token `token`.

@@ -21,6 +21,9 @@
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 //
+// Caches in token rows (CacheLayout hnd, nhd; TokenRows) are staged by cp.async on every architecture
+// (KvTileStageRows: 16-byte copies can gather rows at any strides; the tile reads V transposed).
+//
 // An fp8 cache (KvT, sm_90 copies only): the tiles land as they lie in the cache, in 2 S buffers (the
 // bytes in flight of S 16-bit ones), and the tile converts each element into its mma operand as it reads
 // it (BlockTileTensorCore). The pipeline is the bulk one.
@@ -29,13 +32,14 @@
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+#include <pagedattn/agent/kv_tile_stage_rows.cuh>
 
 #include <cstdint>
 #include <type_traits>
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 class PartitionFoldTensorCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
@@ -53,17 +57,22 @@ public:
   /// The policy's copies where the code being compiled has them: bulk copies in code for sm_90+, tensor
   /// copies where the toolkit also has tensor maps (the dispatch makes them then). A policy with bulk
   /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
-  /// every stage has the same storage, so host and device agree on the block's size.
+  /// every stage has the same storage, so host and device agree on the block's size. Token rows: cp.async.
 #if defined(PAGEDATTN_HAS_BULK_COPY)
-  static constexpr KvCopy kv_copy = Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : Policy::kv_copy;
+  static constexpr KvCopy kv_copy = TokenRows                                                        ? KvCopy::cp_async
+                                    : Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk
+                                                                                                     : Policy::kv_copy;
 #else
   static constexpr KvCopy kv_copy = KvCopy::cp_async;
 #endif
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
   /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
-  using Stage = std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                                   std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                                                      KvTileStage<T, HeadDim, block_threads>>>;
+  using Stage = std::conditional_t<
+      TokenRows, KvTileStageRows<T, HeadDim, block_threads>,
+      std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+                         std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+                                            KvTileStage<T, HeadDim, block_threads>>>>;
+  static_assert(!(TokenRows && fp8_cache), "an fp8 cache in token rows takes the CUDA-core fold (uses_tensor_cores)");
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");

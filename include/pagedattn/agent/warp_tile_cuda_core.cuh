@@ -9,6 +9,9 @@
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
+// Caches in token rows (PagedAttentionParams::token_rows, CacheLayout hnd and nhd) are read at run time
+// from the same code: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
+// reads dim d of 8 token rows element by element (a warp's lanes read consecutive dims of each row).
 // An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
 // where they cost least: K's into the queries (one multiply per query element per partition), V's into
 // the softmax weights the PV products use (one per token and head; the exp sums stay unscaled), so that
@@ -67,10 +70,12 @@ public:
   PAGEDATTN_DEVICE void Consume(const WarpTileContext& c)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
-    const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) * p_.block_size;
     const int pos = c.token0 + lane;
     const bool live = pos < c.end_token;
-    const std::int64_t head_offset = (static_cast<std::int64_t>(c.lane_block_id) * p_.num_kv_heads + c.kv_head) * head_elems;
+    const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
+    // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
+    const std::int64_t key_token_stride = p_.token_rows ? p_.cache_token_stride : x;
+    const std::int64_t key_vector_stride = p_.token_rows ? x : static_cast<std::int64_t>(p_.block_size) * x;
 
     // QK: the lane's whole key against every query of the group.
     float score[MaxHeads];
@@ -78,12 +83,12 @@ public:
     for (int g = 0; g < MaxHeads; ++g) { score[g] = 0.f; }
     if (live)
     {
-      const KvT* k = p_.key_cache + head_offset + (pos % p_.block_size) * x;
+      const KvT* k = p_.key_cache + head_offset + (pos % p_.block_size) * key_token_stride;
 #pragma unroll(Policy::key_vectors_in_flight)
       for (int ch = 0; ch < key_vectors; ++ch)
       {
         float kf[x];
-        load_vector_as_float(k + static_cast<std::int64_t>(ch) * p_.block_size * x, kf);
+        load_vector_as_float(k + ch * key_vector_stride, kf);
 #pragma unroll
         for (int g = 0; g < MaxHeads; ++g)
         {
@@ -131,7 +136,8 @@ public:
       const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
       if (vpos >= c.end_token) { break; }                        // uniform
       const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
-      const KvT* v = p_.value_cache + (static_cast<std::int64_t>(vblock) * p_.num_kv_heads + c.kv_head) * head_elems + vpos % p_.block_size;
+      const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride +
+                     (p_.token_rows ? (vpos % p_.block_size) * p_.cache_token_stride : vpos % p_.block_size);
 #pragma unroll
       for (int i = 0; i < Partial::items_per_lane; ++i)
       {
@@ -139,7 +145,12 @@ public:
         if (d < HeadDim)
         {
           float vf[8];
-          load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf);
+          if (p_.token_rows) // dim d of 8 token rows (the warp's lanes read consecutive dims of each)
+          {
+#pragma unroll
+            for (int t = 0; t < 8; ++t) { vf[t] = ElementTraits<KvT>::to_float(v[t * p_.cache_token_stride + d]); }
+          }
+          else { load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf); } // vLLM: a dim's 8 tokens contiguous
           if (valid < 8)
           {
 #pragma unroll

@@ -12,6 +12,9 @@
 // rows (16 bytes each) of 8x8 matrix i, and lane (g, q) receives row g, elements 2q .. 2q+1 of matrix i
 // in register i. With matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
 // (rows 8-15, k 8-15) that is exactly a0 .. a3.
+// ldmatrix_x4_trans reads the same 8x8 matrices transposed: lane (g, q) receives elements (rows 2q,
+// 2q + 1; column g) of matrix i, so matrices stored with their k index along the rows (V as token rows,
+// the A operand of V^T) give the A fragment as well.
 #include <cstdint>
 #include <type_traits>
 
@@ -51,6 +54,20 @@ PAGEDATTN_DEVICE void ldmatrix_x4(const void* row, std::uint32_t& r0, std::uint3
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
   const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(smem));
+#else
+  (void)row; r0 = r1 = r2 = r3 = 0;
+  __trap(); // the dispatch never selects the tensor-core path below sm_80
+#endif
+}
+
+/// The same, each matrix transposed (see above).
+PAGEDATTN_DEVICE void ldmatrix_x4_trans(const void* row, std::uint32_t& r0, std::uint32_t& r1, std::uint32_t& r2, std::uint32_t& r3)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__ILUVATAR__)
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(smem));
 #else

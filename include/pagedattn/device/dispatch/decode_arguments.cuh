@@ -7,6 +7,21 @@
 
 namespace pagedattn {
 
+/// How the caches lie in memory (DecodeArguments::cache_layout); x = 16 / sizeof(KvT) elements.
+enum class CacheLayout {
+  vllm, ///< vLLM's: key [num_blocks][num_kv_heads][head_size / x][block_size][x], value [num_blocks][num_kv_heads][head_size][block_size], packed
+  hnd,  ///< key and value [num_blocks][num_kv_heads][block_size][head_size] (FlashInfer's HND), strided (cache_*_stride)
+  nhd,  ///< key and value [num_blocks][block_size][num_kv_heads][head_size] (FlashInfer's NHD), strided (cache_*_stride)
+};
+
+/// A compile-time set of cache layouts: those DevicePagedAttention::Decode instantiates kernels for.
+template <CacheLayout... Layouts>
+struct CacheLayoutList {};
+/// Every layout (the default of Decode).
+using SupportedCacheLayouts = CacheLayoutList<CacheLayout::vllm, CacheLayout::hnd, CacheLayout::nhd>;
+/// vLLM's layout only: half the tensor-core kernels of the default (HND and NHD share their kernels).
+using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
+
 /// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
 /// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or, with fp16 or bf16
 /// queries, an fp8 format (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as
@@ -19,8 +34,14 @@ struct DecodeArguments {
   const T* query = nullptr;            ///< [num_seqs][num_heads][head_size]
   std::int64_t query_seq_stride = 0;   ///< 0: num_heads * head_size
   std::int64_t query_head_stride = 0;  ///< 0: head_size
-  const KvT* key_cache = nullptr;      ///< [num_blocks][num_kv_heads][head_size / x][block_size][x], x = 16 / sizeof(KvT)
-  const KvT* value_cache = nullptr;    ///< [num_blocks][num_kv_heads][head_size][block_size]
+  const KvT* key_cache = nullptr;      ///< laid out as cache_layout says (default: vLLM's 5-D key cache)
+  const KvT* value_cache = nullptr;    ///< likewise (default: vLLM's 4-D value cache)
+  CacheLayout cache_layout = CacheLayout::vllm;
+  std::int64_t cache_block_stride = 0; ///< hnd, nhd: elements between cache blocks (0: packed, num_kv_heads * block_size * head_size)
+  std::int64_t cache_head_stride = 0;  ///< hnd, nhd: between KV heads (0: packed; hnd block_size * head_size, nhd head_size)
+  std::int64_t cache_token_stride = 0; ///< hnd, nhd: between a block's tokens (0: packed; hnd head_size, nhd num_kv_heads * head_size)
+                                       ///< (the same strides for both caches, e.g. views of one [blocks][2][...] tensor;
+                                       ///< each a multiple of 16 bytes; vllm: all 0)
   const float* k_scale = nullptr;      ///< fp8 caches only (and then required): K's scale of KV head h at
   const float* v_scale = nullptr;      ///< k_scale[h * scale_head_stride] (likewise V's), read by the kernel
   std::int64_t scale_head_stride = 0;  ///< 0: one scale for every KV head; 1: one per KV head

@@ -80,10 +80,10 @@ inline cudaError_t stream_is_capturing(cudaStream_t stream, bool& capturing)
 }
 
 /// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 constexpr std::size_t paged_attention_smem_bytes()
 {
-  return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT>::TempStorage);
+  return sizeof(typename AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>::TempStorage);
 }
 
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
@@ -91,20 +91,22 @@ inline constexpr int cached_devices = 64;
 
 /// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
 /// draw tickets until the items run out; else a block per item (see choose_grid). KvT: the caches' elements.
-template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent, class KvT = T>
+/// TokenRows: the tensor-core fold staged for caches in token rows (AgentPagedAttention).
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent, class KvT = T, bool TokenRows = false>
 struct DecodeKernel {
-  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT>;
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
   using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T, KvT>;
   static constexpr int head_dim = HeadDim;
+  static constexpr bool token_rows = TokenRows;
   static constexpr int block_threads = Policy::block_threads;
-  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT>();
+  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
   static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
 
   static constexpr bool persistent = Persistent;
 
-  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Persistent, KvT>; }
+  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Persistent, KvT, TokenRows>; }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
   /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and

@@ -21,6 +21,11 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT>& a, const
   p.query_head_stride = a.query_head_stride ? a.query_head_stride : a.head_size;
   p.key_cache = a.key_cache;
   p.value_cache = a.value_cache;
+  const CacheStrides strides = cache_strides(a);
+  p.token_rows = a.cache_layout != CacheLayout::vllm;
+  p.cache_block_stride = strides.block;
+  p.cache_head_stride = strides.head;
+  p.cache_token_stride = strides.token;
   p.k_scale = a.k_scale;
   p.v_scale = a.v_scale;
   p.scale_head_stride = a.scale_head_stride;

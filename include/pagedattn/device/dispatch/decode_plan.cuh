@@ -46,6 +46,75 @@ inline HeadSplit head_split(int gqa_ratio)
   return {parts, per_part, per_part == 1 ? 1 : per_part <= 4 ? 4 : 8};
 }
 
+template <CacheLayout... Layouts>
+bool contains_cache_layout(CacheLayoutList<Layouts...>, CacheLayout l) { return ((l == Layouts) || ...); }
+
+inline const char* cache_layout_name(CacheLayout l)
+{
+  return l == CacheLayout::vllm ? "vllm" : l == CacheLayout::hnd ? "hnd" : l == CacheLayout::nhd ? "nhd" : "unknown";
+}
+
+/// The caches' strides in elements (PagedAttentionParams): the caller's, or the packed defaults of the layout.
+struct CacheStrides {
+  std::int64_t block, head, token;
+};
+template <class T, class KvT>
+CacheStrides cache_strides(const DecodeArguments<T, KvT>& a)
+{
+  const std::int64_t head = a.head_size, run = std::int64_t(a.block_size) * a.head_size;
+  switch (a.cache_layout)
+  {
+  case CacheLayout::hnd:
+    return {a.cache_block_stride ? a.cache_block_stride : a.num_kv_heads * run, a.cache_head_stride ? a.cache_head_stride : run,
+            a.cache_token_stride ? a.cache_token_stride : head};
+  case CacheLayout::nhd:
+    return {a.cache_block_stride ? a.cache_block_stride : a.num_kv_heads * run, a.cache_head_stride ? a.cache_head_stride : head,
+            a.cache_token_stride ? a.cache_token_stride : a.num_kv_heads * head};
+  default: return {a.num_kv_heads * run, run, 0};
+  }
+}
+
+/// The layout against the kernels instantiated (Layouts) and its strides: token rows need 16-byte aligned
+/// rows (every stride a multiple of 16 bytes; the caches' 16-byte alignment is checked with the pointers).
+template <class Layouts, class T, class KvT>
+cudaError_t validate_cache_layout(const DecodeArguments<T, KvT>& a)
+{
+  auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
+  const CacheLayout l = a.cache_layout;
+  if (l != CacheLayout::vllm && l != CacheLayout::hnd && l != CacheLayout::nhd)
+  {
+    return bad("cache_layout " + std::to_string(static_cast<int>(l)) + " is not a CacheLayout");
+  }
+  if (!contains_cache_layout(Layouts{}, l))
+  {
+    return bad(std::string("cache_layout ") + cache_layout_name(l) + " is not instantiated (the CacheLayouts parameter of Decode)");
+  }
+  const char* names[3] = {"cache_block_stride", "cache_head_stride", "cache_token_stride"};
+  const std::int64_t given[3] = {a.cache_block_stride, a.cache_head_stride, a.cache_token_stride};
+  const CacheStrides s = cache_strides(a);
+  const std::int64_t resolved[3] = {s.block, s.head, s.token};
+  constexpr std::int64_t per_16_bytes = 16 / static_cast<std::int64_t>(sizeof(KvT));
+  for (int i = 0; i < 3; ++i)
+  {
+    if (l == CacheLayout::vllm && given[i] != 0)
+    {
+      return bad(std::string(names[i]) + " must be 0 with cache_layout vllm (its caches are packed), got " + std::to_string(given[i]));
+    }
+    if (given[i] < 0) { return bad(std::string(names[i]) + " must be >= 0 (0: packed), got " + std::to_string(given[i])); }
+    if (l != CacheLayout::vllm && resolved[i] % per_16_bytes != 0)
+    {
+      return bad(std::string(names[i]) + " (" + std::to_string(resolved[i]) + " elements) must be a multiple of 16 bytes (" +
+                 std::to_string(per_16_bytes) + " elements of " + ElementTraits<KvT>::name + ")");
+    }
+  }
+  if (l != CacheLayout::vllm && s.token < a.head_size)
+  {
+    return bad("cache_token_stride (" + std::to_string(s.token) + ") is shorter than a token's head_size elements (" +
+               std::to_string(a.head_size) + ")");
+  }
+  return cudaSuccess;
+}
+
 /// Host-side checks; every failure names the argument.
 template <class T, class HeadDims, class KvT>
 cudaError_t validate_arguments(const DecodeArguments<T, KvT>& a)

@@ -22,26 +22,49 @@
 namespace pagedattn {
 namespace detail {
 
-/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads): 1, 4 or 8 heads for the
-/// CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation serves
-/// every group. validate_arguments() has checked head_size against HeadDims.
-template <class T, class KvT, class PolicyChain, class Policy, bool Persistent, int... HeadDims, class F>
-cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, F&& f)
+/// Whether a set of cache layouts holds one in token rows (hnd, nhd), and vLLM's.
+template <CacheLayout... Layouts>
+constexpr bool has_token_rows(CacheLayoutList<Layouts...>) { return ((Layouts != CacheLayout::vllm) || ...); }
+template <CacheLayout... Layouts>
+constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts == CacheLayout::vllm) || ...); }
+
+/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 heads
+/// for the CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation
+/// serves every group. Caches in token rows take kernels of their own where vLLM's layout would run on
+/// tensor cores (their staging differs); the CUDA-core fold reads either layout, so its kernels serve both.
+/// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
+template <class T, class KvT, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
+cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, bool token_rows, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
-  auto for_head_dim = [&](auto head_dim) {
+  auto with_staging = [&](auto head_dim, auto rows) {
     constexpr int D = decltype(head_dim)::value;
-    if constexpr (uses_tensor_cores<T, Policy, KvT>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT>{}); }
-    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT>{}); }
-    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT>{}); }
-    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT>{}); }
+    constexpr bool R = decltype(rows)::value;
+    if constexpr (uses_tensor_cores<T, Policy, KvT, R>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
+    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R>{}); }
+    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R>{}); }
+    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
+  };
+  auto for_head_dim = [&](auto head_dim) {
+    if constexpr (!uses_tensor_cores<T, Policy, KvT>) { with_staging(head_dim, std::false_type{}); } // every layout
+    else
+    {
+      if constexpr (has_token_rows(Layouts{}))
+      {
+        if (token_rows) { with_staging(head_dim, std::true_type{}); }
+      }
+      if constexpr (has_vllm_layout(Layouts{}))
+      {
+        if (!token_rows) { with_staging(head_dim, std::false_type{}); }
+      }
+    }
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
   return result;
 }
 
 /// The dispatch of arguments that validate_arguments() has accepted.
-template <class T, class PolicyChain, class HeadDims, class KvT>
+template <class T, class PolicyChain, class HeadDims, class Layouts, class KvT>
 cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT>& a, cudaStream_t stream)
 {
   DeviceInfo device;
@@ -76,20 +99,26 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     // items (loose_bound). Other plain launches: a block per item of the bound.
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
-    if (capturing || loose_bound(plan)) { return with_decode_kernel<T, KvT, PolicyChain, Policy, true>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch); }
-    return with_decode_kernel<T, KvT, PolicyChain, Policy, false>(HeadDims{}, a.head_size, plan.head_split.max_heads, launch);
+    const bool token_rows = a.cache_layout != CacheLayout::vllm;
+    if (capturing || loose_bound(plan))
+    {
+      return with_decode_kernel<T, KvT, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
+    }
+    return with_decode_kernel<T, KvT, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
   });
 }
 
-template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims, class KvT = T>
+template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
+          class Layouts = SupportedCacheLayouts, class KvT = T>
 cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT>& a,
                                      cudaStream_t stream)
 {
   static_assert(std::is_same_v<KvT, T> || is_fp8<KvT>, "the caches hold the query's type or an fp8 format (util_fp8.cuh)");
   PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
+  PAGEDATTN_RETURN_IF_ERROR((validate_cache_layout<Layouts>(a)));
   // An fp8 cache with fp32 queries: validate_arguments has named it, and no kernel is instantiated for it.
   if constexpr (is_fp8<KvT> && sizeof(T) != 2) { return cudaErrorInvalidValue; }
-  else { return dispatch_validated<T, PolicyChain, HeadDims>(d_temp_storage, temp_storage_bytes, a, stream); }
+  else { return dispatch_validated<T, PolicyChain, HeadDims, Layouts>(d_temp_storage, temp_storage_bytes, a, stream); }
 }
 
 

@@ -19,12 +19,12 @@ constexpr int decode_launch_bound()
 
 /// Persistent: a grid of the resident blocks that draw tickets until the items run out; else a block per
 /// item of the host's bound (AgentPagedAttention::Run).
-template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent, class KvT>
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, bool Persistent, class KvT, bool TokenRows>
 __global__ void __launch_bounds__(PolicyChain::device_policy::block_threads,
                                   (decode_launch_bound<typename PolicyChain::device_policy, HeadDim, Persistent>()))
 paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<T, KvT> params)
 {
-  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy, KvT>;
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, typename PolicyChain::device_policy, KvT, TokenRows>;
   // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (Aligned
   // to 1024 bytes: the stages at its start need 128 for their copies and ldmatrix rows, see
   // PartitionFoldTensorCore::TempStorage, and the tensor copies' swizzle 512.) The parameters are a
