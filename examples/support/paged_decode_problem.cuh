@@ -298,7 +298,8 @@ inline double median(std::vector<double> v)
 
 /// Spins for `ns` nanoseconds (global timer): the host queues the work behind it meanwhile, so that the
 /// timed launches start back to back instead of waiting on the host's launch overhead.
-__global__ void hold_kernel(unsigned long long ns)
+// (The kernels here are static: a program of several translation units, bench_decode, includes this header.)
+static __global__ void hold_kernel(unsigned long long ns)
 {
   unsigned long long start = 0, now = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -360,7 +361,7 @@ inline double device_copy_gbps(std::size_t bytes = std::size_t(2) << 30, int rep
 
 /// Reads a buffer (XOR of its 16-byte words; the zero buffer never triggers the store, which only keeps
 /// the loads alive).
-__global__ void read_buffer_kernel(const uint4* p, std::size_t n, unsigned* sink)
+static __global__ void read_buffer_kernel(const uint4* p, std::size_t n, unsigned* sink)
 {
   uint4 acc = make_uint4(0, 0, 0, 0);
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
@@ -375,7 +376,7 @@ __global__ void read_buffer_kernel(const uint4* p, std::size_t n, unsigned* sink
 /// groups of 4 words; the tail word by word), so that each SM keeps enough loads in flight to reach the
 /// read bandwidth. The XOR of the words goes to *sink only if it equals an improbable value (never, for
 /// the zero buffer of device_read_gbps).
-__global__ void read_stream_kernel(const uint4* p, std::size_t n, unsigned* sink)
+static __global__ void read_stream_kernel(const uint4* p, std::size_t n, unsigned* sink)
 {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t groups = n / 4;
