@@ -368,6 +368,14 @@ PAGEDATTN_DEVICE void copy_tensor_3d(void* dst, const void* tensor_map, int c0, 
                "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(detail::shared_address(bar))
                : "memory");
 }
+/// The same for a 5-D tensor: the box at (c0, .., c4).
+PAGEDATTN_DEVICE void copy_tensor_5d(void* dst, const void* tensor_map, int c0, int c1, int c2, int c3, int c4, std::uint64_t* bar)
+{
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(
+                   detail::shared_address(dst)),
+               "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(detail::shared_address(bar))
+               : "memory");
+}
 /// Order this thread's earlier generic-proxy accesses to shared memory before later bulk copies into it
 /// (issued by any thread of the block after a barrier): shared memory reused from plain stores to copies.
 PAGEDATTN_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

@@ -5,6 +5,7 @@
 // of one 16-byte vector, for K's A operand and V's transposed one) free of bank conflicts at every head size.
 #include <pagedattn/agent/kv_tile_stage_rows.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
+#include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 
 #include "support/paged_decode_data.cuh"
 #include "support/test_support.cuh"
@@ -34,30 +35,48 @@ std::int64_t kernel_offset(const pagedattn::detail::CacheStrides& s, std::int64_
   return block * s.block + kv_head * s.head + token * s.token + dim;
 }
 
+/// Where a tensor copy with the 128-byte swizzle puts the 16-byte chunk it would put at shared offset
+/// `offset` (from a 1024-byte boundary) unswizzled: chunk bits 4..6 ^= address bits 7..9.
+int swizzled(int offset) { return offset ^ (((offset >> 7) & 7) << 4); }
+
 template <int HeadDim>
 void check_stage_rows()
 {
   using Stage = pagedattn::KvTileStageRows<__half, HeadDim, 128>;
-  INFO("head " << HeadDim);
-  std::set<int> used;
-  for (int t = 0; t < Stage::tile_tokens; ++t)
+  for (int lb = 3; lb <= 5; ++lb)
   {
-    for (int c = 0; c < Stage::key_vectors; ++c)
+    INFO("head " << HeadDim << " block size " << (1 << lb));
+    const typename Stage::Layout layout(lb);
+    std::set<int> used;
+    for (int t = 0; t < Stage::tile_tokens; ++t)
     {
-      const int u = Stage::unit(t, c);
-      CHECK(u >= 0);
-      CHECK(u < Stage::k_units);
-      CHECK(used.insert(u).second); // once
+      for (int c = 0; c < Stage::key_vectors; ++c)
+      {
+        const int u = layout.unit(t, c);
+        CHECK(u >= 0);
+        CHECK(u < Stage::k_units);
+        CHECK(used.insert(u).second); // once
+        CHECK(layout.k_unit(c, t) == u);
+        CHECK(layout.value_row_unit(t, c) == u);
+        if constexpr (Stage::slab_layout)
+        {
+          // A tensor copy of cache block b of the tile (box {64, bs, HeadDim / 64}, its run starting at
+          // unit b * key_vectors * bs) puts dims 8c .. 8c + 7 of slot i where the layout says.
+          const int bs = 1 << lb, b = t / bs, i = t % bs, slab = c / 8;
+          const int offset = ((slab * bs + i) * 64 + 8 * (c % 8)) * 2; // bytes from the run's start, unswizzled
+          CHECK(b * Stage::key_vectors * bs + swizzled(offset) / 16 == u);
+        }
+      }
     }
-  }
-  // The ldmatrix phases: tokens 8i .. 8i+7 of vector c fall in 8 different 16-byte bank groups.
-  for (int i = 0; i < Stage::tile_tokens / 8; ++i)
-  {
-    for (int c = 0; c < Stage::key_vectors; ++c)
+    // The ldmatrix phases: tokens 8i .. 8i+7 of vector c fall in 8 different 16-byte bank groups.
+    for (int i = 0; i < Stage::tile_tokens / 8; ++i)
     {
-      std::set<int> groups;
-      for (int r = 0; r < 8; ++r) { groups.insert(Stage::unit(8 * i + r, c) % 8); }
-      CHECK(groups.size() == 8u);
+      for (int c = 0; c < Stage::key_vectors; ++c)
+      {
+        std::set<int> groups;
+        for (int r = 0; r < 8; ++r) { groups.insert(layout.unit(8 * i + r, c) % 8); }
+        CHECK(groups.size() == 8u);
+      }
     }
   }
   CHECK(Stage::copies * 128 >= Stage::tile_units);
@@ -168,7 +187,31 @@ TEST_CASE("cache layouts: bad layouts and strides are named", "[layouts][host]")
   }
 }
 
-TEST_CASE("cache layouts: KvTileStageRows uses each unit once and reads without bank conflicts", "[layouts][host]")
+TEST_CASE("cache layouts: the 5-D tensor maps of token rows (sm_90's tensor copies)", "[layouts][host]")
+{
+  // NHD, a view: blocks 2 runs apart (FlashInfer's [pages][2][...]), padded head rows
+  const auto m = pagedattn::detail::token_rows_tensor_map_shape(256, 16, 1000, 4, 2 * 16 * 4 * 272, 272, 4 * 272);
+  CHECK(m.rank == 5);
+  CHECK(m.dims[0] == 64);
+  CHECK(m.dims[1] == 16);
+  CHECK(m.dims[2] == 4);
+  CHECK(m.dims[3] == 4);
+  CHECK(m.dims[4] == 1000);
+  CHECK(m.strides[0] == 2 * 4 * 272); // token
+  CHECK(m.strides[1] == 128);         // slab
+  CHECK(m.strides[2] == 2 * 272);     // KV head
+  CHECK(m.strides[3] == 2 * 2 * 16 * 4 * 272);
+  CHECK(m.box[0] * m.box[1] * m.box[2] * 2 == 256u * 16u * 2u); // one run of head x bs elements
+  CHECK(m.box[3] == 1u);
+  CHECK(m.box[4] == 1u);
+  CHECK(m.swizzle_bytes == 128);
+  for (int i = 0; i < 4; ++i) { CHECK(m.strides[i] % 16 == 0); }
+  CHECK(pagedattn::token_rows_tensor_copies_fit(128));
+  CHECK_FALSE(pagedattn::token_rows_tensor_copies_fit(96));
+}
+
+TEST_CASE("cache layouts: KvTileStageRows uses each unit once, where a tensor copy puts it, and reads without bank conflicts",
+          "[layouts][host]")
 {
   check_stage_rows<64>();
   check_stage_rows<80>();

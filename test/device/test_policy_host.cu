@@ -30,7 +30,9 @@ void check_limits()
   {
     using Tile = typename Fold::Tile;
     CHECK(Fold::Stage::Layout::value_rows == TokenRows);
-    CHECK((!TokenRows || Fold::kv_copy == pagedattn::KvCopy::cp_async)); // token rows: 16-byte copies at any stride
+    // token rows: cp.async, or tensor copies of whole 128-byte slabs (never plain bulk copies)
+    CHECK((!TokenRows || Fold::kv_copy == pagedattn::KvCopy::cp_async ||
+           (Fold::kv_copy == pagedattn::KvCopy::bulk_tensor && pagedattn::token_rows_tensor_copies_fit(HeadDim))));
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes

@@ -1,20 +1,26 @@
 #pragma once
 // One pipeline stage of the tensor-core decode over caches in token rows (CacheLayout hnd and nhd: a
 // token's head_size elements contiguous, PagedAttentionParams::token_rows): the K and V of 32 consecutive
-// tokens of one KV head, copied with 16-byte asynchronous copies (sm_80+), with the interface of
-// KvTileStage (its Layout says value_rows, so BlockTileTensorCore reads V transposed).
+// tokens of one KV head, with the interface of KvTileStage and KvTileStageBulk (its Layout says
+// value_rows, so BlockTileTensorCore reads V transposed, ldmatrix_x4_trans).
 //
 // Shared-memory layout (a "unit" is 16 bytes = 8 elements of the 16-bit type), the same for K and V:
-//   [32 tokens][row_units] units; unit (t, c) holds dims 8c .. 8c+7 of token t at t * row_units + (c ^ (t % 8))
-//   when key_vectors is a multiple of 8 (heads 64, 128, 192, 256), else at t * row_units + c with
-//   row_units = key_vectors + 1 (odd: heads 80, 96, 112).
-// An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one vector c (K's A operand, and V's
+//   heads of 64, 128, 192, 256 (key_vectors a multiple of 8): per cache block of the tile, [HeadDim / 64
+//     slabs][bs tokens][8 units], unit c of a 128-byte row at c ^ (token % 8). This is where a tensor copy
+//     with the 128-byte swizzle puts a box {64 dims, bs tokens, HeadDim / 64 slabs} of the cache, so
+//     sm_90 moves a cache block's run of K or V by one tensor copy (TensorCopies; the dispatch makes the
+//     5-D maps: device/dispatch/decode_tensor_maps.cuh);
+//   heads of 80, 96, 112: [32 tokens][key_vectors + 1 units] (an odd row), by cp.async only.
+// An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one vector (K's A operand, and V's
 // transposed), which either placement spreads over the 8 16-byte bank groups.
 //
-// Copy assignment: unit u = thread + i * BlockThreads of the tile's 32 x key_vectors units is token
-// u / key_vectors, vector u % key_vectors, so a warp copies 512 consecutive bytes of rows (a whole run
-// of a cache block in HND, token rows of head_size elements in NHD). Tokens at or past the partition's end,
-// and the tokens of a live block whose id lies outside [0, num_blocks) (reported), are zero-filled.
+// cp.async copies: unit u = thread + i * BlockThreads of the tile's 32 x key_vectors units is token
+// u / key_vectors, vector u % key_vectors, so a warp copies 512 consecutive bytes of rows. Tokens at or
+// past the partition's end, and the tokens of a live block whose id lies outside [0, num_blocks)
+// (reported), are zero-filled.
+// Tensor copies: as KvTileStageBulk's (one warp, lane r the run r: K of cache block r / 2 when r is even,
+// its V when odd; blocks past the end or outside the cache are not copied, ClearDeadValues zeroes the dead
+// tokens' V of the step that holds the end).
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/util_arch.cuh>
 
@@ -22,49 +28,68 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int BlockThreads>
+/// Whether token-row stages of this head size can be moved by tensor copies (whole 128-byte swizzle rows).
+inline constexpr bool token_rows_tensor_copies_fit(int head_dim) { return head_dim % 64 == 0; }
+
+template <class T, int HeadDim, int BlockThreads, bool TensorCopies = false>
 class KvTileStageRows {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int key_vectors = HeadDim / 8; ///< units (16-byte vectors) per token row
-  static constexpr bool swizzled = key_vectors % 8 == 0;
-  static constexpr int row_units = swizzled ? key_vectors : key_vectors + 1;
+  /// Heads of whole 128-byte slabs: the tensor copies' swizzled layout (for cp.async too).
+  static constexpr bool slab_layout = token_rows_tensor_copies_fit(HeadDim);
+  static constexpr int row_units = slab_layout ? key_vectors : key_vectors + 1; ///< (the padded layout's row)
   static constexpr int k_units = tile_tokens * row_units;
   static constexpr int v_units = k_units;
   static constexpr int tile_units = tile_tokens * key_vectors;
-  static constexpr int copies = (tile_units + BlockThreads - 1) / BlockThreads; ///< per thread, per cache
+  static constexpr int copies = (tile_units + BlockThreads - 1) / BlockThreads; ///< cp.async: per thread, per cache
   static_assert(sizeof(T) == 2, "KvTileStageRows: 16-bit element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
-  static_assert(swizzled || row_units % 2 == 1, "unswizzled rows of an odd number of units");
+  static_assert(slab_layout || row_units % 2 == 1, "unswizzled rows of an odd number of units");
+  static_assert(!TensorCopies || slab_layout, "tensor copies need whole 128-byte slabs (heads 64, 128, 192, 256)");
+  /// A run (one cache block's K or V of one KV head, HeadDim x bs x 2 bytes >= 1 KB) starts 1024-byte
+  /// aligned, as the swizzle's period requires, when the stage array does (the fold's storage).
+  static_assert(!slab_layout || (k_units * 16) % 1024 == 0, "KvTileStageRows: 1024-byte aligned v array");
 
   struct alignas(16) Storage {
     uint4 k[k_units];
     uint4 v[v_units];
   };
 
-  /// Whether the fold must clear the V of dead tokens itself (no: Load zero-fills them).
-  static constexpr bool copies_whole_blocks = false;
+  /// Whether the fold must clear the V of dead tokens itself (tensor copies bring whole cache blocks).
+  static constexpr bool copies_whole_blocks = TensorCopies;
 
-  static PAGEDATTN_HOST_DEVICE int unit(int token, int vector)
-  {
-    return token * row_units + (swizzled ? vector ^ (token & 7) : vector);
-  }
-
-  /// The units' places, as BlockTileTensorCore asks for them (the same for every block size).
-  struct Layout {
+  /// Where a tile's units lie, for the launch's block size (8, 16 or 32 tokens: log2 3, 4 or 5).
+  class Layout {
+  public:
     /// V lies in token rows: the PV product reads it with ldmatrix_x4_trans at value_row_unit.
     static constexpr bool value_rows = true;
-    PAGEDATTN_DEVICE explicit Layout(int /*log2_block_size*/) {}
-    PAGEDATTN_DEVICE int k_unit(int vector, int token) const { return unit(token, vector); }
-    PAGEDATTN_DEVICE int value_row_unit(int token, int vector) const { return unit(token, vector); }
+    PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
+    PAGEDATTN_HOST_DEVICE int log2_block_size() const { return log2_bs_; }
+    /// The unit holding dims 8 vector .. 8 vector + 7 of tile token `token`, in K's array or V's.
+    PAGEDATTN_HOST_DEVICE int unit(int token, int vector) const
+    {
+      if constexpr (slab_layout)
+      {
+        const int block = token >> log2_bs_, slot = token & ((1 << log2_bs_) - 1);
+        return ((block * key_vectors) << log2_bs_) + (((vector >> 3) << log2_bs_) + slot) * 8 + ((vector & 7) ^ (slot & 7));
+      }
+      else { return token * row_units + vector; }
+    }
+    PAGEDATTN_HOST_DEVICE int k_unit(int vector, int token) const { return unit(token, vector); }
+    PAGEDATTN_HOST_DEVICE int value_row_unit(int token, int vector) const { return unit(token, vector); }
+
+  private:
+    int log2_bs_;
   };
 
-  /// Issue the copies of the tile starting at token0 (a multiple of the block size) into `stage`; the
-  /// caller commits the group. `block_ids` are the tile's cache block ids (read only for blocks holding a
-  /// live token). Returns true if a live token's block id was outside the cache.
+  /// cp.async, block-wide: issue the copies of the tile starting at token0 (a multiple of the block size)
+  /// into `stage`; the caller commits the group. `block_ids` are the tile's cache block ids (read only for
+  /// blocks holding a live token). Returns true if a live token's block id was outside the cache.
   static PAGEDATTN_DEVICE bool Load(Storage& stage, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head, int token0,
                                     int end_token, int log2_block_size)
   {
+    const Layout layout(log2_block_size);
     bool bad = false;
 #pragma unroll
     for (int i = 0; i < copies; ++i)
@@ -72,7 +97,7 @@ public:
       const int u = static_cast<int>(threadIdx.x) + i * BlockThreads;
       if (copies * BlockThreads != tile_units && u >= tile_units) { break; }
       const int t = u / key_vectors, c = u % key_vectors;
-      std::int64_t offset = -1; // of the unit's row in either cache, or -1: not readable
+      std::int64_t offset = -1; // of the unit in either cache, or -1: not readable
       if (token0 + t < end_token)
       {
         const int id = block_ids[t >> log2_block_size];
@@ -84,10 +109,63 @@ public:
         }
       }
       const int bytes = offset >= 0 ? 16 : 0; // 0: zero-fill (the source is not read)
-      arch::copy_async_16(&stage.k[unit(t, c)], offset >= 0 ? p.key_cache + offset : p.key_cache, bytes);
-      arch::copy_async_16(&stage.v[unit(t, c)], offset >= 0 ? p.value_cache + offset : p.value_cache, bytes);
+      const int dst = layout.unit(t, c);
+      arch::copy_async_16(&stage.k[dst], offset >= 0 ? p.key_cache + offset : p.key_cache, bytes);
+      arch::copy_async_16(&stage.v[dst], offset >= 0 ? p.value_cache + offset : p.value_cache, bytes);
     }
     return bad;
+  }
+
+  /// Tensor copies, warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages of the
+  /// tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their bytes.
+  /// Returns true, in the lane that saw it, if a live block's id was outside the cache.
+  template <int Slabs>
+  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head,
+                                    int token0, int end_token, int log2_block_size)
+  {
+#if defined(PAGEDATTN_HAS_BULK_COPY) && PAGEDATTN_HAS_TENSOR_MAPS
+    static_assert(2 * Slabs * tile_tokens / 8 <= warp_threads, "a lane per copy, at block size 8");
+    const int lane = arch::lane_id();
+    const int block = lane >> 1, blocks_per_stage = tile_tokens >> log2_block_size;
+    const bool value = lane & 1;
+    const bool live = block < Slabs * blocks_per_stage && token0 + (block << log2_block_size) < end_token;
+    const int id = live ? block_ids[block] : 0;
+    const bool readable = live && id >= 0 && id < p.num_blocks;
+    const unsigned run_bytes = static_cast<unsigned>(HeadDim * sizeof(T)) << log2_block_size;
+    unsigned bytes = readable ? run_bytes : 0u;
+#pragma unroll
+    for (int mask = 1; mask < warp_threads; mask *= 2) { bytes += arch::shfl_xor(bytes, mask); }
+    if (lane == 0) { arch::mbarrier_arrive_expect_tx(landed, bytes); } // before any copy can complete
+    arch::sync_warp();
+    if (readable)
+    {
+      Storage& s = stage[block / blocks_per_stage];
+      const int in_stage = block & (blocks_per_stage - 1);
+      uint4* dst = (value ? s.v : s.k) + ((in_stage * key_vectors) << log2_block_size);
+      arch::copy_tensor_5d(dst, value ? &p.value_map : &p.key_map, 0, 0, 0, kv_head, id, landed);
+    }
+    return live && !readable;
+#else
+    (void)stage; (void)landed; (void)p; (void)block_ids; (void)kv_head; (void)token0; (void)end_token; (void)log2_block_size;
+    static_assert(dependent_value<T>(0) != 0 || !TensorCopies, "KvTileStageRows: tensor copies need sm_90 code and tensor maps");
+    return false;
+#endif
+  }
+
+  /// Block-wide: zero the V of the dead tokens (at or past end_token) of the 16-token step that holds
+  /// end_token, in a landed tile of `stage[0 .. Slabs-1]` (tensor copies bring whole cache blocks).
+  template <int Slabs>
+  static PAGEDATTN_DEVICE void ClearDeadValues(Storage* stage, int token0, int end_token, int log2_block_size)
+  {
+    const int live_tokens = end_token - token0; // 1 .. Slabs * tile_tokens - 1: the tile is partly live
+    if (live_tokens % 16 == 0) { return; }       // the end is a step boundary: nothing dead is read
+    const Layout layout(log2_block_size);
+    const int first_dead = live_tokens, step_end = (live_tokens | 15) + 1;
+    for (int i = threadIdx.x; i < (step_end - first_dead) * key_vectors; i += BlockThreads)
+    {
+      const int token = first_dead + i / key_vectors, vector = i % key_vectors;
+      stage[token / tile_tokens].v[layout.value_row_unit(token % tile_tokens, vector)] = uint4{0, 0, 0, 0}; // +0 in fp16 and bf16
+    }
   }
 };
 

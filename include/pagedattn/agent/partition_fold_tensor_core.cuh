@@ -21,8 +21,9 @@
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 //
-// Caches in token rows (CacheLayout hnd, nhd; TokenRows) are staged by cp.async on every architecture
-// (KvTileStageRows: 16-byte copies can gather rows at any strides; the tile reads V transposed).
+// Caches in token rows (CacheLayout hnd, nhd; TokenRows) are staged by KvTileStageRows (the tile reads V
+// transposed): by tensor copies on sm_90 at heads 64, 128, 192 and 256 (5-D maps of the strided cache), by
+// cp.async otherwise.
 //
 // An fp8 cache (KvT, sm_90 copies only): the tiles land as they lie in the cache, in 2 S buffers (the
 // bytes in flight of S 16-bit ones), and the tile converts each element into its mma operand as it reads
@@ -59,20 +60,26 @@ public:
   /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
   /// every stage has the same storage, so host and device agree on the block's size. Token rows: cp.async.
 #if defined(PAGEDATTN_HAS_BULK_COPY)
-  static constexpr KvCopy kv_copy = TokenRows                                                        ? KvCopy::cp_async
-                                    : Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk
-                                                                                                     : Policy::kv_copy;
+  static constexpr KvCopy policy_copy = Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : Policy::kv_copy;
 #else
-  static constexpr KvCopy kv_copy = KvCopy::cp_async;
+  static constexpr KvCopy policy_copy = KvCopy::cp_async;
 #endif
+  /// Token rows: tensor copies where the policy has them and the head is whole 128-byte slabs (heads
+  /// 64, 128, 192, 256), else cp.async (plain bulk copies cannot gather strided rows).
+  static constexpr KvCopy kv_copy = !TokenRows ? policy_copy
+                                    : policy_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim) ? KvCopy::bulk_tensor
+                                                                                                                   : KvCopy::cp_async;
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
   /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
   using Stage = std::conditional_t<
-      TokenRows, KvTileStageRows<T, HeadDim, block_threads>,
+      TokenRows, KvTileStageRows<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
       std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                          std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                                             KvTileStage<T, HeadDim, block_threads>>>>;
   static_assert(!(TokenRows && fp8_cache), "an fp8 cache in token rows takes the CUDA-core fold (uses_tensor_cores)");
+  static_assert(sizeof(typename KvTileStageRows<T, HeadDim, block_threads, false>::Storage) ==
+                    sizeof(typename KvTileStageRows<T, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim)>::Storage),
+                "the host sizes the block's storage with either token-row stage");
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");

@@ -8,10 +8,13 @@
 // {r, head · bs / r, blocks · kv_heads}, box {r, head · bs / r, 1}. K is not swizzled; a 16-bit V is, by
 // 128 bytes (KvTileStageBulk::Layout::v_unit); an fp8 V is not (its ldmatrix rows, a dim's 16 tokens,
 // are 16 bytes apart at bs 16: conflict-free as they lie).
+// Caches in token rows (hnd, nhd; KvTileStageRows) get 5-D maps of their strides instead, whose box is
+// also one cache block's run of one KV head (token_rows_tensor_map_shape), swizzled by 128 bytes.
 // The maps hold the caches' addresses: a CUDA graph replays them as captured (vLLM keeps its cache tensors).
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+#include <pagedattn/agent/kv_tile_stage_rows.cuh>
 #include <pagedattn/util_error.cuh>
 
 #include <cstdint>
@@ -26,10 +29,11 @@ namespace detail {
 
 /// One cache's tensor map, before encoding (host-testable).
 struct CacheTensorMapShape {
-  std::uint64_t dims[3];    ///< elements, innermost first
-  std::uint64_t strides[2]; ///< bytes between consecutive indices of dims 1 and 2
-  std::uint32_t box[3];     ///< elements copied per dimension (one cache block's run)
+  std::uint64_t dims[5];    ///< elements, innermost first (rank of them)
+  std::uint64_t strides[4]; ///< bytes between consecutive indices of dims 1 .. rank - 1
+  std::uint32_t box[5];     ///< elements copied per dimension (one cache block's run)
   int swizzle_bytes;        ///< 0 (none) or 128
+  int rank = 3;
 };
 
 /// A cache block's run of one KV head (head x bs elements of element_bytes, contiguous in both caches) as
@@ -42,7 +46,29 @@ inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, i
   const std::uint32_t row = tensor_copy_row_bytes / element_bytes; // elements
   const std::uint32_t rows = static_cast<std::uint32_t>(head_size * block_size) / row;
   const std::uint64_t run_bytes = static_cast<std::uint64_t>(element_bytes) * head_size * block_size;
-  return {{row, rows, runs}, {static_cast<std::uint64_t>(tensor_copy_row_bytes), run_bytes}, {row, rows, 1u}, swizzle_bytes};
+  return {{row, rows, runs}, {static_cast<std::uint64_t>(tensor_copy_row_bytes), run_bytes}, {row, rows, 1u}, swizzle_bytes, 3};
+}
+
+/// A cache in token rows (16-bit elements, heads of whole 64-element slabs: KvTileStageRows) as a 5-D map
+/// {64 dims, block_size tokens, head_size / 64 slabs, num_kv_heads, num_blocks} with the cache's strides, whose
+/// box {64, block_size, head_size / 64, 1, 1} is one cache block's run of one KV head, landing as the
+/// stage's [slab][token][64 dims] with the 128-byte swizzle. Strides in elements (PagedAttentionParams).
+inline CacheTensorMapShape token_rows_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads,
+                                                       std::int64_t block_stride, std::int64_t head_stride, std::int64_t token_stride)
+{
+  constexpr std::uint64_t slab = tensor_copy_row_bytes / 2; // elements of 16 bits
+  const std::uint32_t slabs = static_cast<std::uint32_t>(head_size / static_cast<int>(slab));
+  CacheTensorMapShape shape{};
+  const std::uint64_t dims[5] = {slab, static_cast<std::uint64_t>(block_size), slabs, static_cast<std::uint64_t>(num_kv_heads),
+                                 static_cast<std::uint64_t>(num_blocks)};
+  const std::uint64_t strides[4] = {2 * static_cast<std::uint64_t>(token_stride), static_cast<std::uint64_t>(tensor_copy_row_bytes),
+                                    2 * static_cast<std::uint64_t>(head_stride), 2 * static_cast<std::uint64_t>(block_stride)};
+  const std::uint32_t box[5] = {static_cast<std::uint32_t>(slab), static_cast<std::uint32_t>(block_size), slabs, 1u, 1u};
+  for (int i = 0; i < 5; ++i) { shape.dims[i] = dims[i]; shape.box[i] = box[i]; }
+  for (int i = 0; i < 4; ++i) { shape.strides[i] = strides[i]; }
+  shape.swizzle_bytes = tensor_copy_row_bytes;
+  shape.rank = 5;
+  return shape;
 }
 
 /// K: as it lies (its shared layout is conflict-free).
@@ -81,10 +107,10 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
 {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (!encode) { return fail(cudaErrorNotSupported, "pagedattn::Decode: the driver has no cuTensorMapEncodeTiled (the sm_90 tensor copies need it)"); }
-  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   const CUtensorMapSwizzle swizzle = shape.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
   const CUtensorMapDataType type = element_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
-  const CUresult result = encode(&map, type, 3, const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
+  const CUresult result = encode(&map, type, static_cast<cuuint32_t>(shape.rank), const_cast<void*>(cache), shape.dims, shape.strides, shape.box,
                                  element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
@@ -100,11 +126,29 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
 /// policy with KvCopy::bulk_tensor, code of PTX version 9.0 or later, a toolkit with tensor maps (the
 /// same conditions as PartitionFoldTensorCore::kv_copy's on the device). launch_decode calls it, so every
 /// launch of the decode kernel has them.
-template <class Policy, int HeadDim, class T, class KvT>
+template <class Policy, int HeadDim, bool TokenRows = false, class T, class KvT>
 cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_version)
 {
 #if PAGEDATTN_HAS_TENSOR_MAPS
-  if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor)
+  if constexpr (TokenRows)
+  {
+    // KvTileStageRows' tensor copies (PartitionFoldTensorCore::kv_copy for token rows)
+    if constexpr (uses_tensor_cores<T, Policy, KvT, true> && Policy::kv_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim))
+    {
+      if (ptx_version < 90) { return cudaSuccess; }
+      const CacheTensorMapShape shape = token_rows_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads, p.cache_block_stride,
+                                                                    p.cache_head_stride, p.cache_token_stride);
+      if (p.num_blocks > 0x7fffffffLL)
+      {
+        return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks (" + std::to_string(p.num_blocks) +
+                                               ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
+      }
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, 2, shape, "key_cache (token rows)"));
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, 2, shape, "value_cache (token rows)"));
+    }
+    return cudaSuccess;
+  }
+  else if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor)
   {
     if (ptx_version < 90) { return cudaSuccess; }
     const std::int64_t runs = p.num_blocks * p.num_kv_heads;
