@@ -39,13 +39,13 @@ std::int64_t kernel_offset(const pagedattn::detail::CacheStrides& s, std::int64_
 /// `offset` (from a 1024-byte boundary) unswizzled: chunk bits 4..6 ^= address bits 7..9.
 int swizzled(int offset) { return offset ^ (((offset >> 7) & 7) << 4); }
 
-template <int HeadDim>
+template <class T, int HeadDim>
 void check_stage_rows()
 {
-  using Stage = pagedattn::KvTileStageRows<__half, HeadDim, 128>;
+  using Stage = pagedattn::KvTileStageRows<T, HeadDim, 128>;
   for (int lb = 3; lb <= 5; ++lb)
   {
-    INFO("head " << HeadDim << " block size " << (1 << lb));
+    INFO("head " << HeadDim << " element bytes " << sizeof(T) << " block size " << (1 << lb));
     const typename Stage::Layout layout(lb);
     std::set<int> used;
     for (int t = 0; t < Stage::tile_tokens; ++t)
@@ -60,10 +60,10 @@ void check_stage_rows()
         CHECK(layout.value_row_unit(t, c) == u);
         if constexpr (Stage::slab_layout)
         {
-          // A tensor copy of cache block b of the tile (box {64, bs, HeadDim / 64}, its run starting at
-          // unit b * key_vectors * bs) puts dims 8c .. 8c + 7 of slot i where the layout says.
+          // A tensor copy of cache block b of the tile (box {128 bytes, bs, slabs}, its run starting at
+          // unit b * key_vectors * bs) puts unit c of slot i where the layout says.
           const int bs = 1 << lb, b = t / bs, i = t % bs, slab = c / 8;
-          const int offset = ((slab * bs + i) * 64 + 8 * (c % 8)) * 2; // bytes from the run's start, unswizzled
+          const int offset = (slab * bs + i) * 128 + 16 * (c % 8); // bytes from the run's start, unswizzled
           CHECK(b * Stage::key_vectors * bs + swizzled(offset) / 16 == u);
         }
       }
@@ -190,7 +190,7 @@ TEST_CASE("cache layouts: bad layouts and strides are named", "[layouts][host]")
 TEST_CASE("cache layouts: the 5-D tensor maps of token rows (sm_90's tensor copies)", "[layouts][host]")
 {
   // NHD, a view: blocks 2 runs apart (FlashInfer's [pages][2][...]), padded head rows
-  const auto m = pagedattn::detail::token_rows_tensor_map_shape(256, 16, 1000, 4, 2 * 16 * 4 * 272, 272, 4 * 272);
+  const auto m = pagedattn::detail::token_rows_tensor_map_shape(256, 16, 2, 1000, 4, 2 * 16 * 4 * 272, 272, 4 * 272);
   CHECK(m.rank == 5);
   CHECK(m.dims[0] == 64);
   CHECK(m.dims[1] == 16);
@@ -206,18 +206,33 @@ TEST_CASE("cache layouts: the 5-D tensor maps of token rows (sm_90's tensor copi
   CHECK(m.box[4] == 1u);
   CHECK(m.swizzle_bytes == 128);
   for (int i = 0; i < 4; ++i) { CHECK(m.strides[i] % 16 == 0); }
-  CHECK(pagedattn::token_rows_tensor_copies_fit(128));
-  CHECK_FALSE(pagedattn::token_rows_tensor_copies_fit(96));
+  CHECK(pagedattn::token_rows_tensor_copies_fit(128, 2));
+  CHECK_FALSE(pagedattn::token_rows_tensor_copies_fit(96, 2));
+  CHECK(pagedattn::token_rows_tensor_copies_fit(128, 1));
+  CHECK_FALSE(pagedattn::token_rows_tensor_copies_fit(64, 1)); // fp8 rows of 64 bytes: cp.async
+  const auto f = pagedattn::detail::token_rows_tensor_map_shape(256, 16, 1, 1000, 4, 0, 256, 4 * 256); // fp8 NHD
+  CHECK(f.dims[0] == 128);
+  CHECK(f.dims[2] == 2);
+  CHECK(f.strides[0] == 4 * 256);
+  CHECK(f.strides[2] == 256);
 }
 
 TEST_CASE("cache layouts: KvTileStageRows uses each unit once, where a tensor copy puts it, and reads without bank conflicts",
           "[layouts][host]")
 {
-  check_stage_rows<64>();
-  check_stage_rows<80>();
-  check_stage_rows<96>();
-  check_stage_rows<112>();
-  check_stage_rows<128>();
-  check_stage_rows<192>();
-  check_stage_rows<256>();
+  using pagedattn::fp8_e4m3;
+  check_stage_rows<__half, 64>();
+  check_stage_rows<__half, 80>();
+  check_stage_rows<__half, 96>();
+  check_stage_rows<__half, 112>();
+  check_stage_rows<__half, 128>();
+  check_stage_rows<__half, 192>();
+  check_stage_rows<__half, 256>();
+  check_stage_rows<fp8_e4m3, 64>();
+  check_stage_rows<fp8_e4m3, 80>();
+  check_stage_rows<fp8_e4m3, 96>();
+  check_stage_rows<fp8_e4m3, 112>();
+  check_stage_rows<fp8_e4m3, 128>();
+  check_stage_rows<fp8_e4m3, 192>();
+  check_stage_rows<fp8_e4m3, 256>();
 }

@@ -2,8 +2,10 @@
 // ([block][kv_head][token][dim]) and nhd ([block][token][kv_head][dim]), packed and as views (strides
 // with gaps, which hold NaN: a read of a gap shows), against the same fp64 reference as vLLM's layout.
 // fp16 runs the matrix (every head size x block size x GQA 1, 6, 8, 16 x ALiBi, mixed lengths) on the
-// tensor-core fold (KvTileStageRows); bf16, fp8 caches (the CUDA-core fold reads token rows) and fp32 run
-// heads 128 and 256; then a long Qwen3.6 batch, the persistent grid, bad block ids and bad arguments.
+// tensor-core fold (KvTileStageRows: tensor copies on sm_90 where rows are whole 128-byte slabs, else
+// cp.async); bf16, fp8 caches (tensor cores on sm_90, V read by a transposing ldmatrix) and fp32 (the
+// CUDA-core fold) run heads 128 and 256, fp8 also 64 and 96 (padded rows); then a long Qwen3.6 batch, the
+// persistent grid, bad block ids and bad arguments.
 #include "device/decode_test_support.cuh"
 
 namespace {
@@ -76,7 +78,7 @@ TEST_CASE("decode layouts: fp16 over hnd and nhd, every head size x block size x
   test::report("matrix hnd/nhd", "fp16", worst);
 }
 
-TEST_CASE("decode layouts: bf16, fp8 (e4m3) and fp32 over hnd and nhd, heads 128 and 256", "[decode][gpu][layouts]")
+TEST_CASE("decode layouts: bf16, fp8 (e4m3, e5m2) and fp32 over hnd and nhd, heads 128 and 256", "[decode][gpu][layouts]")
 {
   GPU_TEST_SEED(seed, 2600);
   int combo = 0;
@@ -91,8 +93,27 @@ TEST_CASE("decode layouts: bf16, fp8 (e4m3) and fp32 over hnd and nhd, heads 128
       check<__nv_bfloat16>(s, seed + combo);
 #endif
       check<__half, fp8_e4m3>(s, seed + combo + 100);
+      if (combo % 2 == 1) { check<__half, pagedattn::fp8_e5m2>(s, seed + combo + 150); }
       s.alibi = true;
       check<float>(s, seed + combo + 200);
+      ++combo;
+    }
+  }
+}
+
+TEST_CASE("decode layouts: fp8 (e4m3) in token rows of other heads (shared-memory rows padded, by cp.async)", "[decode][gpu][layouts]")
+{
+  GPU_TEST_SEED(seed, 2650);
+  int combo = 0;
+  for (int head_size : {64, 96})
+  {
+    for (int block_size : {8, 16, 32})
+    {
+      test::DecodeShape s{{700, 33, 1, 0, 513}, /*num_heads=*/12, /*num_kv_heads=*/2, head_size, block_size};
+      s.alibi = combo % 2 == 0;
+      set_layout(s, combo % 2 ? CacheLayout::hnd : CacheLayout::nhd, combo % 3);
+      INFO("head " << head_size << " block " << block_size << " view " << combo % 3);
+      check<__half, fp8_e4m3, std::integer_sequence<int, 64, 96>>(s, seed + combo);
       ++combo;
     }
   }

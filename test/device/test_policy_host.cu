@@ -13,7 +13,7 @@ void check_limits()
                     << " max heads " << MaxHeads << " token rows " << TokenRows);
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
   using Fold = typename Agent::Fold;
-  constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT, TokenRows>;
+  constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= Policy::smem_budget_bytes);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
@@ -26,13 +26,13 @@ void check_limits()
     CHECK(limit % 32 == 0);
     CHECK(limit / block_size <= Policy::max_partition_blocks); // the staged block ids suffice
   }
-  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT, TokenRows>)
+  if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT>)
   {
     using Tile = typename Fold::Tile;
     CHECK(Fold::Stage::Layout::value_rows == TokenRows);
     // token rows: cp.async, or tensor copies of whole 128-byte slabs (never plain bulk copies)
     CHECK((!TokenRows || Fold::kv_copy == pagedattn::KvCopy::cp_async ||
-           (Fold::kv_copy == pagedattn::KvCopy::bulk_tensor && pagedattn::token_rows_tensor_copies_fit(HeadDim))));
+           (Fold::kv_copy == pagedattn::KvCopy::bulk_tensor && pagedattn::token_rows_tensor_copies_fit(HeadDim, sizeof(KvT)))));
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes

@@ -30,12 +30,12 @@ namespace detail {
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 /// Whether a policy's decode runs on tensor cores for query type T and cache type KvT: 16-bit queries, a
-/// cache of the same type or (with the sm_90 copies, which stage it for its conversion, and vLLM's layout)
-/// fp8, 32-lane warps. An fp8 cache under a cp.async policy (sm_80) or in token rows takes the CUDA-core fold.
-template <class T, class Policy, class KvT = T, bool TokenRows = false>
-inline constexpr bool uses_tensor_cores =
-    Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
-    (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async && !TokenRows));
+/// cache of the same type or (under a policy with the sm_90 copies, whose fold is tuned for it) fp8,
+/// 32-lane warps. An fp8 cache under a cp.async policy (sm_80) takes the CUDA-core fold. (The same for
+/// every cache layout.)
+template <class T, class Policy, class KvT = T>
+inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
+                                          (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
 } // namespace detail
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
@@ -45,7 +45,7 @@ template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool 
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
-  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT, TokenRows>,
+  using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
                                   PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>,
                                   PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;

@@ -35,6 +35,11 @@
 //   PV m-tile m, slab j: one ldmatrix_x4 of dims 16m .. 16m + 15 x tokens 0 .. 31 (a matrix per 8 dims and
 //       16 tokens; at bs 8, four 4-byte loads) gives A of both k-steps; B = P^T: lane (g, q) reads
 //       P[head g][16 step + 4q .. + 3] (8 bytes).
+//   PV with V in token rows (KvTileStageRows): ldmatrix_x4_trans of 16-bit pairs reads the slab's 32 token
+//       rows of dims 16m .. 16m + 15: lane (g, q) gets tokens 8e + 2q, + 1 of the dims 16m + 2g, + 1 in
+//       register e; a byte permutation makes the pairs (dim 16m + 2g; tokens 2q, 2q + 1) and (dim 16m +
+//       2g + 1; the same tokens). So k (tokens) stays in order, B is P^T as for 16-bit V, and the m-rows
+//       g and g + 8 are the dims 16m + 2g and 16m + 2g + 1: the output's rows, permuted (StorePartial).
 // K's scale multiplies the scores with the softmax scale, V's the partial's values.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/thread/thread_fp8.cuh>
@@ -62,6 +67,8 @@ public:
   /// the kernel's real occupancy.)
   static constexpr int score_stride = tile_tokens + 8;
   static constexpr bool fp8_cache = is_fp8<KvT>;
+  /// An fp8 V in token rows: the PV product's m-rows permuted within each 16 dims (Consume, StorePartial).
+  static constexpr bool fp8_value_rows = fp8_cache && Stage::Layout::value_rows;
   /// Elements per P row: conflict-free B reads (4 bytes per lane: + 8; fp8's 8 bytes per lane: + 16).
   static constexpr int p_stride = tile_tokens + (fp8_cache ? 16 : 8);
   static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
@@ -231,7 +238,39 @@ public:
     }
 
     // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
-    if constexpr (fp8_cache)
+    if constexpr (fp8_cache && Stage::Layout::value_rows)
+    {
+#pragma unroll
+      for (int j = 0; j < Slabs; ++j)
+      {
+        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+        std::uint32_t b[2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+        {
+          b[h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][32 * j + 16 * h + 2 * q]);
+          b[h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][32 * j + 16 * h + 8 + 2 * q]);
+        }
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          // Matrix e: token rows 8e .. 8e + 7 of the slab, 16 bytes = dims 16m .. 16m + 15; lane (g, q) gets
+          // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
+          // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
+          std::uint32_t v[4];
+          ldmatrix_x4_trans(&stage[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
+          std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(__byte_perm(v[e], 0, 0x3120), a[e][0], a[e][1]); }
+          mma_m16n8k16<T>(out_[i], a[0][0], a[0][1], a[1][0], a[1][1], b[0][0], b[0][1]);
+          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+          mma_m16n8k16<T>(out_[i], a[2][0], a[2][1], a[3][0], a[3][1], b[1][0], b[1][1]);
+        }
+      }
+    }
+    else if constexpr (fp8_cache)
     {
 #pragma unroll
       for (int j = 0; j < Slabs; ++j)
@@ -306,7 +345,8 @@ public:
 #pragma unroll
       for (int k = 0; k < 4; ++k)
       {
-        const int head = 2 * q + k % 2, dim = 16 * m + g + 8 * (k / 2);
+        // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
+        const int head = 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
         if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][k] * value_scale() : out_[i][k]; }
       }
     }

@@ -4,13 +4,14 @@
 // tokens of one KV head, with the interface of KvTileStage and KvTileStageBulk (its Layout says
 // value_rows, so BlockTileTensorCore reads V transposed, ldmatrix_x4_trans).
 //
-// Shared-memory layout (a "unit" is 16 bytes = 8 elements of the 16-bit type), the same for K and V:
-//   heads of 64, 128, 192, 256 (key_vectors a multiple of 8): per cache block of the tile, [HeadDim / 64
-//     slabs][bs tokens][8 units], unit c of a 128-byte row at c ^ (token % 8). This is where a tensor copy
-//     with the 128-byte swizzle puts a box {64 dims, bs tokens, HeadDim / 64 slabs} of the cache, so
-//     sm_90 moves a cache block's run of K or V by one tensor copy (TensorCopies; the dispatch makes the
-//     5-D maps: device/dispatch/decode_tensor_maps.cuh);
-//   heads of 80, 96, 112: [32 tokens][key_vectors + 1 units] (an odd row), by cp.async only.
+// Shared-memory layout (a "unit" is 16 bytes: 8 elements of a 16-bit type, 16 of fp8), the same for K and V:
+//   rows of whole 128-byte slabs (key_vectors a multiple of 8: heads 64, 128, 192, 256 of 16 bits, 128 and
+//     256 of fp8): per cache block of the tile, [row bytes / 128 slabs][bs tokens][8 units], unit c of a
+//     128-byte row at c ^ (token % 8). This is where a tensor copy with the 128-byte swizzle puts a box
+//     {128 bytes of dims, bs tokens, slabs} of the cache, so sm_90 moves a cache block's run of K or V by
+//     one tensor copy (TensorCopies; the dispatch makes the 5-D maps: device/dispatch/decode_tensor_maps.cuh);
+//   other heads: [32 tokens][row_units] with row_units key_vectors or key_vectors + 1, whichever is odd,
+//     by cp.async only.
 // An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one vector (K's A operand, and V's
 // transposed), which either placement spreads over the 8 16-byte bank groups.
 //
@@ -28,26 +29,28 @@
 
 namespace pagedattn {
 
-/// Whether token-row stages of this head size can be moved by tensor copies (whole 128-byte swizzle rows).
-inline constexpr bool token_rows_tensor_copies_fit(int head_dim) { return head_dim % 64 == 0; }
+/// Whether token-row stages of this head size and element size can be moved by tensor copies (rows of
+/// whole 128-byte swizzle slabs).
+inline constexpr bool token_rows_tensor_copies_fit(int head_dim, int element_bytes) { return head_dim * element_bytes % 128 == 0; }
 
 template <class T, int HeadDim, int BlockThreads, bool TensorCopies = false>
 class KvTileStageRows {
 public:
   static constexpr int tile_tokens = 32;
-  static constexpr int key_vectors = HeadDim / 8; ///< units (16-byte vectors) per token row
-  /// Heads of whole 128-byte slabs: the tensor copies' swizzled layout (for cp.async too).
-  static constexpr bool slab_layout = token_rows_tensor_copies_fit(HeadDim);
-  static constexpr int row_units = slab_layout ? key_vectors : key_vectors + 1; ///< (the padded layout's row)
+  static constexpr int elements_per_unit = 16 / static_cast<int>(sizeof(T));
+  static constexpr int key_vectors = HeadDim / elements_per_unit; ///< units (16-byte vectors) per token row
+  /// Rows of whole 128-byte slabs: the tensor copies' swizzled layout (for cp.async too).
+  static constexpr bool slab_layout = token_rows_tensor_copies_fit(HeadDim, sizeof(T));
+  static constexpr int row_units = slab_layout || key_vectors % 2 == 1 ? key_vectors : key_vectors + 1; ///< (the padded layout's row)
   static constexpr int k_units = tile_tokens * row_units;
   static constexpr int v_units = k_units;
   static constexpr int tile_units = tile_tokens * key_vectors;
   static constexpr int copies = (tile_units + BlockThreads - 1) / BlockThreads; ///< cp.async: per thread, per cache
-  static_assert(sizeof(T) == 2, "KvTileStageRows: 16-bit element types");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 1, "KvTileStageRows: 16-bit or fp8 element types");
   static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
   static_assert(slab_layout || row_units % 2 == 1, "unswizzled rows of an odd number of units");
-  static_assert(!TensorCopies || slab_layout, "tensor copies need whole 128-byte slabs (heads 64, 128, 192, 256)");
-  /// A run (one cache block's K or V of one KV head, HeadDim x bs x 2 bytes >= 1 KB) starts 1024-byte
+  static_assert(!TensorCopies || slab_layout, "tensor copies need rows of whole 128-byte slabs");
+  /// A run (one cache block's K or V of one KV head, HeadDim x bs x sizeof(T) bytes >= 1 KB) starts 1024-byte
   /// aligned, as the swizzle's period requires, when the stage array does (the fold's storage).
   static_assert(!slab_layout || (k_units * 16) % 1024 == 0, "KvTileStageRows: 1024-byte aligned v array");
 
@@ -66,7 +69,7 @@ public:
     static constexpr bool value_rows = true;
     PAGEDATTN_HOST_DEVICE explicit Layout(int log2_block_size) : log2_bs_(log2_block_size) {}
     PAGEDATTN_HOST_DEVICE int log2_block_size() const { return log2_bs_; }
-    /// The unit holding dims 8 vector .. 8 vector + 7 of tile token `token`, in K's array or V's.
+    /// The unit holding dims elements_per_unit x (vector, vector + 1) of tile token `token`, in K's array or V's.
     PAGEDATTN_HOST_DEVICE int unit(int token, int vector) const
     {
       if constexpr (slab_layout)
@@ -86,7 +89,8 @@ public:
   /// cp.async, block-wide: issue the copies of the tile starting at token0 (a multiple of the block size)
   /// into `stage`; the caller commits the group. `block_ids` are the tile's cache block ids (read only for
   /// blocks holding a live token). Returns true if a live token's block id was outside the cache.
-  static PAGEDATTN_DEVICE bool Load(Storage& stage, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head, int token0,
+  template <class Q>
+  static PAGEDATTN_DEVICE bool Load(Storage& stage, const PagedAttentionParams<Q, T>& p, const int* block_ids, int kv_head, int token0,
                                     int end_token, int log2_block_size)
   {
     const Layout layout(log2_block_size);
@@ -105,7 +109,7 @@ public:
         else
         {
           offset = id * p.cache_block_stride + kv_head * p.cache_head_stride + (t & ((1 << log2_block_size) - 1)) * p.cache_token_stride +
-                   8 * c;
+                   elements_per_unit * c;
         }
       }
       const int bytes = offset >= 0 ? 16 : 0; // 0: zero-fill (the source is not read)
@@ -119,8 +123,8 @@ public:
   /// Tensor copies, warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages of the
   /// tile starting at token0 (a multiple of 32), and one arrival on `landed` that expects their bytes.
   /// Returns true, in the lane that saw it, if a live block's id was outside the cache.
-  template <int Slabs>
-  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head,
+  template <int Slabs, class Q>
+  static PAGEDATTN_DEVICE bool Load(Storage* stage, std::uint64_t* landed, const PagedAttentionParams<Q, T>& p, const int* block_ids, int kv_head,
                                     int token0, int end_token, int log2_block_size)
   {
 #if defined(PAGEDATTN_HAS_BULK_COPY) && PAGEDATTN_HAS_TENSOR_MAPS
@@ -164,7 +168,7 @@ public:
     for (int i = threadIdx.x; i < (step_end - first_dead) * key_vectors; i += BlockThreads)
     {
       const int token = first_dead + i / key_vectors, vector = i % key_vectors;
-      stage[token / tile_tokens].v[layout.value_row_unit(token % tile_tokens, vector)] = uint4{0, 0, 0, 0}; // +0 in fp16 and bf16
+      stage[token / tile_tokens].v[layout.value_row_unit(token % tile_tokens, vector)] = uint4{0, 0, 0, 0}; // +0 in every type
     }
   }
 };

@@ -64,21 +64,20 @@ public:
 #else
   static constexpr KvCopy policy_copy = KvCopy::cp_async;
 #endif
-  /// Token rows: tensor copies where the policy has them and the head is whole 128-byte slabs (heads
-  /// 64, 128, 192, 256), else cp.async (plain bulk copies cannot gather strided rows).
+  /// Token rows: tensor copies where the policy has them and a row is whole 128-byte slabs (heads 64, 128,
+  /// 192, 256 of 16 bits, 128 and 256 of fp8), else cp.async (plain bulk copies cannot gather strided rows).
   static constexpr KvCopy kv_copy = !TokenRows ? policy_copy
-                                    : policy_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim) ? KvCopy::bulk_tensor
+                                    : policy_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim, sizeof(KvT)) ? KvCopy::bulk_tensor
                                                                                                                    : KvCopy::cp_async;
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
   /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
   using Stage = std::conditional_t<
-      TokenRows, KvTileStageRows<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
+      TokenRows, KvTileStageRows<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
       std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                          std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
                                             KvTileStage<T, HeadDim, block_threads>>>>;
-  static_assert(!(TokenRows && fp8_cache), "an fp8 cache in token rows takes the CUDA-core fold (uses_tensor_cores)");
-  static_assert(sizeof(typename KvTileStageRows<T, HeadDim, block_threads, false>::Storage) ==
-                    sizeof(typename KvTileStageRows<T, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim)>::Storage),
+  static_assert(sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, false>::Storage) ==
+                    sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim, sizeof(KvT))>::Storage),
                 "the host sizes the block's storage with either token-row stage");
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
@@ -123,7 +122,7 @@ public:
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
 #if defined(__CUDA_ARCH__)
-    static_assert(!fp8_cache || bulk_copies, "an fp8 cache on tensor cores needs the sm_90 copies (code compiled for sm_90)");
+    static_assert(!fp8_cache || TokenRows || bulk_copies, "an fp8 cache in vLLM's layout on tensor cores needs the sm_90 copies (code compiled for sm_90)");
 #endif
     if constexpr (bulk_copies)
     {
@@ -152,7 +151,7 @@ public:
                                              work.kv_head, work.first_token + offset, work.end_token, log2_block_size);
         }
       }
-      else if constexpr (!fp8_cache)
+      else if constexpr (!fp8_cache || TokenRows)
       {
         if (i < tiles)
         {

@@ -49,20 +49,23 @@ inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, i
   return {{row, rows, runs}, {static_cast<std::uint64_t>(tensor_copy_row_bytes), run_bytes}, {row, rows, 1u}, swizzle_bytes, 3};
 }
 
-/// A cache in token rows (16-bit elements, heads of whole 64-element slabs: KvTileStageRows) as a 5-D map
-/// {64 dims, block_size tokens, head_size / 64 slabs, num_kv_heads, num_blocks} with the cache's strides, whose
-/// box {64, block_size, head_size / 64, 1, 1} is one cache block's run of one KV head, landing as the
-/// stage's [slab][token][64 dims] with the 128-byte swizzle. Strides in elements (PagedAttentionParams).
-inline CacheTensorMapShape token_rows_tensor_map_shape(int head_size, int block_size, std::int64_t num_blocks, int num_kv_heads,
-                                                       std::int64_t block_stride, std::int64_t head_stride, std::int64_t token_stride)
+/// A cache in token rows (rows of whole 128-byte slabs: KvTileStageRows) as a 5-D map {r dims, block_size
+/// tokens, head_size / r slabs, num_kv_heads, num_blocks} (r = 128 bytes of elements: 64 of 16 bits, 128 of
+/// fp8) with the cache's strides, whose box {r, block_size, head_size / r, 1, 1} is one cache block's run of
+/// one KV head, landing as the stage's [slab][token][128 bytes] with the 128-byte swizzle. Strides in
+/// elements (PagedAttentionParams).
+inline CacheTensorMapShape token_rows_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks,
+                                                       int num_kv_heads, std::int64_t block_stride, std::int64_t head_stride,
+                                                       std::int64_t token_stride)
 {
-  constexpr std::uint64_t slab = tensor_copy_row_bytes / 2; // elements of 16 bits
-  const std::uint32_t slabs = static_cast<std::uint32_t>(head_size / static_cast<int>(slab));
+  const std::uint64_t slab = static_cast<std::uint64_t>(tensor_copy_row_bytes / element_bytes); // elements
+  const std::uint32_t slabs = static_cast<std::uint32_t>(static_cast<std::uint64_t>(head_size) / slab);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(element_bytes);
   CacheTensorMapShape shape{};
   const std::uint64_t dims[5] = {slab, static_cast<std::uint64_t>(block_size), slabs, static_cast<std::uint64_t>(num_kv_heads),
                                  static_cast<std::uint64_t>(num_blocks)};
-  const std::uint64_t strides[4] = {2 * static_cast<std::uint64_t>(token_stride), static_cast<std::uint64_t>(tensor_copy_row_bytes),
-                                    2 * static_cast<std::uint64_t>(head_stride), 2 * static_cast<std::uint64_t>(block_stride)};
+  const std::uint64_t strides[4] = {bytes * static_cast<std::uint64_t>(token_stride), static_cast<std::uint64_t>(tensor_copy_row_bytes),
+                                    bytes * static_cast<std::uint64_t>(head_stride), bytes * static_cast<std::uint64_t>(block_stride)};
   const std::uint32_t box[5] = {static_cast<std::uint32_t>(slab), static_cast<std::uint32_t>(block_size), slabs, 1u, 1u};
   for (int i = 0; i < 5; ++i) { shape.dims[i] = dims[i]; shape.box[i] = box[i]; }
   for (int i = 0; i < 4; ++i) { shape.strides[i] = strides[i]; }
@@ -133,18 +136,19 @@ cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_vers
   if constexpr (TokenRows)
   {
     // KvTileStageRows' tensor copies (PartitionFoldTensorCore::kv_copy for token rows)
-    if constexpr (uses_tensor_cores<T, Policy, KvT, true> && Policy::kv_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim))
+    constexpr int bytes = static_cast<int>(sizeof(KvT));
+    if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim, bytes))
     {
       if (ptx_version < 90) { return cudaSuccess; }
-      const CacheTensorMapShape shape = token_rows_tensor_map_shape(HeadDim, p.block_size, p.num_blocks, p.num_kv_heads, p.cache_block_stride,
-                                                                    p.cache_head_stride, p.cache_token_stride);
+      const CacheTensorMapShape shape = token_rows_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads,
+                                                                    p.cache_block_stride, p.cache_head_stride, p.cache_token_stride);
       if (p.num_blocks > 0x7fffffffLL)
       {
         return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks (" + std::to_string(p.num_blocks) +
                                                ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
       }
-      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, 2, shape, "key_cache (token rows)"));
-      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, 2, shape, "value_cache (token rows)"));
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, bytes, shape, "key_cache (token rows)"));
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, bytes, shape, "value_cache (token rows)"));
     }
     return cudaSuccess;
   }

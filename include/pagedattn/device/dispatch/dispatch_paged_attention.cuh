@@ -40,7 +40,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
   auto with_staging = [&](auto head_dim, auto rows) {
     constexpr int D = decltype(head_dim)::value;
     constexpr bool R = decltype(rows)::value;
-    if constexpr (uses_tensor_cores<T, Policy, KvT, R>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
+    if constexpr (uses_tensor_cores<T, Policy, KvT>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
     else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R>{}); }
     else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R>{}); }
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
