@@ -220,3 +220,10 @@ TEST_CASE("fp8: the saturating encoder (vLLM's quantization) agrees with <cuda_f
     if (std::isfinite(pagedattn::fp8_e5m2_to_float(byte))) { CHECK(pagedattn::fp8_from_float<pagedattn::Fp8Format::e5m2>(pagedattn::fp8_e5m2_to_float(byte)) == byte); }
   }
 }
+
+TEST_CASE("fp8: swap_middle_bytes regroups two rows' byte pairs by column (fp8 V in token rows)", "[fp8][host]")
+{
+  CHECK(pagedattn::swap_middle_bytes(0x44332211u) == 0x44223311u);
+  CHECK(pagedattn::swap_middle_bytes(0xff0000ffu) == 0xff0000ffu);
+  CHECK(pagedattn::swap_middle_bytes(0x00ff0000u) == 0x0000ff00u);
+}

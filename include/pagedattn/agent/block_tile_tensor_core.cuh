@@ -263,7 +263,7 @@ public:
           ldmatrix_x4_trans(&stage[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
           std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
 #pragma unroll
-          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(__byte_perm(v[e], 0, 0x3120), a[e][0], a[e][1]); }
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
           mma_m16n8k16<T>(out_[i], a[0][0], a[0][1], a[1][0], a[1][1], b[0][0], b[0][1]);
           if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
           mma_m16n8k16<T>(out_[i], a[2][0], a[2][1], a[3][0], a[3][1], b[1][0], b[1][1]);

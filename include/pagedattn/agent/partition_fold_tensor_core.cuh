@@ -46,19 +46,10 @@ public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
   static constexpr bool fp8_cache = is_fp8<KvT>;
-  /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
-  /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
-  static constexpr int slab_bytes = 32 * HeadDim * 2 * static_cast<int>(sizeof(KvT)); ///< K and V of 32 tokens
-  static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
-  static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
-  /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
-  /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
-  /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
-  static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
   /// The policy's copies where the code being compiled has them: bulk copies in code for sm_90+, tensor
   /// copies where the toolkit also has tensor maps (the dispatch makes them then). A policy with bulk
   /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
-  /// every stage has the same storage, so host and device agree on the block's size. Token rows: cp.async.
+  /// every stage has the same storage, so host and device agree on the block's size. (Token rows: kv_copy.)
 #if defined(PAGEDATTN_HAS_BULK_COPY)
   static constexpr KvCopy policy_copy = Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : Policy::kv_copy;
 #else
@@ -79,6 +70,15 @@ public:
   static_assert(sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, false>::Storage) ==
                     sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim, sizeof(KvT))>::Storage),
                 "the host sizes the block's storage with either token-row stage");
+  /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
+  /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
+  static constexpr int slab_bytes = static_cast<int>(sizeof(typename Stage::Storage)); ///< K and V of 32 tokens (and any padding)
+  static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
+  static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
+  /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
+  /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
+  /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
+  static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");

@@ -10,8 +10,9 @@
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
 // Caches in token rows (PagedAttentionParams::token_rows, CacheLayout hnd and nhd) are read at run time
-// from the same code: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
-// reads dim d of 8 token rows element by element (a warp's lanes read consecutive dims of each row).
+// by the same kernels: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
+// goes token by token, lane l owning the consecutive dims l * items .. (ConsumeValueRows: one load per
+// token where they fill whole 4, 8 or 16 bytes), which ReduceHead hands to the block reduce as such.
 // An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
 // where they cost least: K's into the queries (one multiply per query element per partition), V's into
 // the softmax weights the PV products use (one per token and head; the exp sums stay unscaled), so that
@@ -21,6 +22,8 @@
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
+
+#include <type_traits>
 
 namespace pagedattn {
 
@@ -128,51 +131,49 @@ public:
     }
     arch::sync_warp();
 
-    // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per load.
-#pragma unroll
-    for (int j = 0; j < v_vectors; ++j)
+    if (p_.token_rows) { ConsumeValueRows(c); }
+    else
     {
-      const int vpos = c.token0 + 8 * j;
-      const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
-      if (vpos >= c.end_token) { break; }                        // uniform
-      const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
-      const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride +
-                     (p_.token_rows ? (vpos % p_.block_size) * p_.cache_token_stride : vpos % p_.block_size);
+      // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per load.
 #pragma unroll
-      for (int i = 0; i < Partial::items_per_lane; ++i)
+      for (int j = 0; j < v_vectors; ++j)
       {
-        const int d = Partial::dim(lane, i);
-        if (d < HeadDim)
+        const int vpos = c.token0 + 8 * j;
+        const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
+        if (vpos >= c.end_token) { break; }                        // uniform
+        const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
+        const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride + vpos % p_.block_size;
+#pragma unroll
+        for (int i = 0; i < Partial::items_per_lane; ++i)
         {
-          float vf[8];
-          if (p_.token_rows) // dim d of 8 token rows (the warp's lanes read consecutive dims of each)
+          const int d = Partial::dim(lane, i);
+          if (d < HeadDim)
           {
-#pragma unroll
-            for (int t = 0; t < 8; ++t) { vf[t] = ElementTraits<KvT>::to_float(v[t * p_.cache_token_stride + d]); }
-          }
-          else { load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf); } // vLLM: a dim's 8 tokens contiguous
-          if (valid < 8)
-          {
-#pragma unroll
-            for (int t = 0; t < 8; ++t) { vf[t] = t < valid ? vf[t] : 0.f; }
-          }
-#pragma unroll
-          for (int g = 0; g < MaxHeads; ++g)
-          {
-            if (g < c.heads)
+            float vf[8];
+            load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf);
+            if (valid < 8)
             {
-              const float4 w0 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j]);
-              const float4 w1 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j + 4]);
-              float acc = partial_[g].weighted_v[i];
-              acc = fmaf(w0.x, vf[0], acc);
-              acc = fmaf(w0.y, vf[1], acc);
-              acc = fmaf(w0.z, vf[2], acc);
-              acc = fmaf(w0.w, vf[3], acc);
-              acc = fmaf(w1.x, vf[4], acc);
-              acc = fmaf(w1.y, vf[5], acc);
-              acc = fmaf(w1.z, vf[6], acc);
-              acc = fmaf(w1.w, vf[7], acc);
-              partial_[g].weighted_v[i] = acc;
+#pragma unroll
+              for (int t = 0; t < 8; ++t) { vf[t] = t < valid ? vf[t] : 0.f; }
+            }
+#pragma unroll
+            for (int g = 0; g < MaxHeads; ++g)
+            {
+              if (g < c.heads)
+              {
+                const float4 w0 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j]);
+                const float4 w1 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j + 4]);
+                float acc = partial_[g].weighted_v[i];
+                acc = fmaf(w0.x, vf[0], acc);
+                acc = fmaf(w0.y, vf[1], acc);
+                acc = fmaf(w0.z, vf[2], acc);
+                acc = fmaf(w0.w, vf[3], acc);
+                acc = fmaf(w1.x, vf[4], acc);
+                acc = fmaf(w1.y, vf[5], acc);
+                acc = fmaf(w1.z, vf[6], acc);
+                acc = fmaf(w1.w, vf[7], acc);
+                partial_[g].weighted_v[i] = acc;
+              }
             }
           }
         }
@@ -183,9 +184,84 @@ public:
 
   /// Block-wide: merge every warp's partial of head g (g a compile-time-unrolled index) with `reduce`.
   template <class Reduce>
-  PAGEDATTN_DEVICE typename Reduce::Stats ReduceHead(Reduce& reduce, int g) const { return reduce.Reduce(partial_[g]); }
+  PAGEDATTN_DEVICE typename Reduce::Stats ReduceHead(Reduce& reduce, int g) const
+  {
+    if (!p_.token_rows) { return reduce.Reduce(partial_[g]); }
+    const int lane = arch::lane_id(), warp = arch::warp_id(); // token rows: the lanes' slots hold row_dim's dims
+    if (lane == 0) { reduce.StoreWarpStats(warp, partial_[g].max_score, partial_[g].exp_sum); }
+#pragma unroll
+    for (int i = 0; i < Partial::items_per_lane; ++i)
+    {
+      if (row_dim(lane, i) < HeadDim) { reduce.StoreWarpValue(warp, row_dim(lane, i), partial_[g].weighted_v[i]); }
+    }
+    return reduce.ReduceStored();
+  }
 
 private:
+  static constexpr int items = Partial::items_per_lane;
+
+  /// Caches in token rows: slot i of lane `lane` holds dim lane * items + i (a lane's dims consecutive, so
+  /// that it reads them from a token row in one load where they fill whole 4, 8 or 16 bytes).
+  static PAGEDATTN_DEVICE int row_dim(int lane, int i) { return lane * items + i; }
+
+  /// PV over caches in token rows: token by token, each lane reads its `items` consecutive dims of the row
+  /// (the widest aligned loads; a lane whose dims end past the head reads element by element).
+  PAGEDATTN_DEVICE void ConsumeValueRows(const WarpTileContext& c)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int first = row_dim(lane, 0);
+    if (first >= HeadDim) { return; } // (no dims: only at heads that leave lanes over)
+    constexpr int slice_bytes = items * static_cast<int>(sizeof(KvT));
+    constexpr int word = slice_bytes % 16 == 0 ? 16 : slice_bytes % 8 == 0 ? 8 : slice_bytes % 4 == 0 ? 4 : 0; // bytes per load
+    const bool whole = first + items <= HeadDim;
+#pragma unroll
+    for (int j = 0; j < v_vectors; ++j)
+    {
+      const int vpos = c.token0 + 8 * j;
+      const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
+      if (vpos >= c.end_token) { break; }                        // uniform
+      const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride +
+                     (vpos % p_.block_size) * p_.cache_token_stride + first;
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+      {
+        if (vpos + t >= c.end_token) { break; } // uniform: dead tokens are never read
+        const KvT* row = v + t * p_.cache_token_stride;
+        float vf[items];
+        if (word != 0 && whole)
+        {
+          if constexpr (word != 0)
+          {
+            using Word = std::conditional_t<word == 16, uint4, std::conditional_t<word == 8, uint2, unsigned>>;
+#pragma unroll
+            for (int k = 0; k < slice_bytes / word; ++k)
+            {
+              const Word raw = reinterpret_cast<const Word*>(row)[k];
+              const KvT* e = reinterpret_cast<const KvT*>(&raw);
+#pragma unroll
+              for (int x = 0; x < word / static_cast<int>(sizeof(KvT)); ++x) { vf[k * (word / sizeof(KvT)) + x] = ElementTraits<KvT>::to_float(e[x]); }
+            }
+          }
+        }
+        else
+        {
+#pragma unroll
+          for (int i = 0; i < items; ++i) { vf[i] = first + i < HeadDim ? ElementTraits<KvT>::to_float(row[i]) : 0.f; }
+        }
+#pragma unroll
+        for (int g = 0; g < MaxHeads; ++g)
+        {
+          if (g < c.heads)
+          {
+            const float w = loop_.weights[warp][g][8 * j + t];
+#pragma unroll
+            for (int i = 0; i < items; ++i) { partial_[g].weighted_v[i] = fmaf(w, vf[i], partial_[g].weighted_v[i]); }
+          }
+        }
+      }
+    }
+  }
+
   const SharedStorage& shared_;
   LoopStorage& loop_;
   const PagedAttentionParams<T, KvT>& p_;

@@ -108,4 +108,11 @@ PAGEDATTN_HOST_DEVICE void fp8x4_to_pairs(std::uint32_t four, std::uint32_t& low
   high = fp8x2_to_pair<Format, T>(four, 1);
 }
 
+/// Bytes (b0, b1, b2, b3) of `four` as (b0, b2, b1, b3): two 2-byte pairs (rows r and r + 1 of columns c,
+/// c + 1) regrouped by column, as fp8x4_to_pairs then converts them (one PRMT).
+PAGEDATTN_HOST_DEVICE std::uint32_t swap_middle_bytes(std::uint32_t four)
+{
+  return (four & 0xff0000ffu) | ((four & 0x0000ff00u) << 8) | ((four & 0x00ff0000u) >> 8);
+}
+
 } // namespace pagedattn
