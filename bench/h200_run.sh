@@ -12,7 +12,8 @@
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 # H200_RUN_PART=tests (steps 2, 4, 5) or sanitizers (step 3 alone) splits the run over two calls of the
-# device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both;
+# device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both; bench
+# (steps 4 and 5) runs the benchmarks alone (a build carried in two parts: the carry holds 64 MiB);
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
 # SANITIZER_BINARIES (names, space-separated; default every GPU test binary) picks the binaries it checks.
 # H200_RUN_PART=ncu runs the Nsight Compute step alone, on NCU_SHAPES (bench_decode --shape values,
@@ -116,9 +117,11 @@ for layout in hnd nhd; do
     run_step bench_decode_layout_$layout 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_layout_$layout.json" \
       --commit "$commit" --dtype fp16 --layout $layout $qwen_rows --shape 64x4096@24/4/128 --shape 1x100000+63x512
 done
-[ -x "$BUILD/bench/bench_decode" ] &&
-  run_step bench_decode_layout_hnd_fp8 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_layout_hnd_fp8.json" \
-    --commit "$commit" --dtype fp16/fp8_e4m3 --layout hnd --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
+for layout in hnd nhd; do
+  [ -x "$BUILD/bench/bench_decode" ] &&
+    run_step bench_decode_layout_${layout}_fp8 300 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode_layout_${layout}_fp8.json" \
+      --commit "$commit" --dtype fp16/fp8_e4m3 --layout $layout --shape 1x100000@24/4/256 --shape 64x4096@24/4/256 --shape 64x4096@24/4/128
+done
 [ -x "$BUILD/bench/bench_combine" ] &&
   run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
 [ -x "$BUILD/bench/trace_decode" ] && # the per-block timeline of the latency-bound shapes (log only)

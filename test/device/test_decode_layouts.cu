@@ -119,6 +119,25 @@ TEST_CASE("decode layouts: fp8 (e4m3) in token rows of other heads (shared-memor
   }
 }
 
+TEST_CASE("decode layouts: the BI-V100 policy's CUDA-core fold over hnd and nhd (32-lane warps here)", "[decode][gpu][layouts][biv100]")
+{
+  GPU_TEST_SEED(seed, 2680);
+  using BiV100 = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
+  int combo = 0;
+  for (int head_size : {128, 256})
+  {
+    for (CacheLayout layout : {CacheLayout::hnd, CacheLayout::nhd})
+    {
+      test::DecodeShape s{{700, 33, 1, 0, 513}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size, combo % 2 ? 8 : 32};
+      s.alibi = combo % 2 == 0;
+      set_layout(s, layout, combo % 3);
+      INFO("head " << head_size << " layout " << int(layout) << " view " << combo % 3);
+      test::check_decode<__half, BiV100, __half, TwoHeadSizes, TokenRows>(s, seed + combo);
+      ++combo;
+    }
+  }
+}
+
 TEST_CASE("decode layouts: Qwen3.6 shapes over hnd and nhd, a long sequence, a skewed batch, the persistent grid",
           "[decode][gpu][layouts][long]")
 {
