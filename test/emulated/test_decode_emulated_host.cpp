@@ -154,7 +154,15 @@ void stall_after_ticket(const unsigned* address, unsigned old)
 {
   if (address == stall_ticket_address && old < stall_tickets.size() && stall_tickets[old])
   {
+    // At least stall_ms, then until some block's look-back has polled (a back-off sleep) or 20 s have
+    // passed: on a loaded machine the other blocks may reach their look-back only after a fixed sleep.
+    const unsigned long long polls = emu::fence_block_calls.load();
+    const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+    while (emu::fence_block_calls.load() == polls && std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
+    {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 }
 
@@ -264,17 +272,21 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     result.launch = reference.launch;
   };
   using Chain = SinglePolicyChain<Policy>;
-  auto run_heads = [&](auto persistent_tag) {
-    constexpr bool P = decltype(persistent_tag)::value;
+  auto run_heads = [&](auto persistent_tag, auto rows_tag) {
+    constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
     switch (plan.head_split.max_heads)
     {
-    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT>{}); break;
-    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT>{}); break;
-    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT>{}); break;
+    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R>{}); break;
+    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R>{}); break;
+    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R>{}); break;
     }
   };
-  if (persistent) { run_heads(std::true_type{}); }
-  else { run_heads(std::false_type{}); }
+  auto run_layout = [&](auto persistent_tag) {
+    if (prob.shape.layout != CacheLayout::vllm) { run_heads(persistent_tag, std::true_type{}); }
+    else { run_heads(persistent_tag, std::false_type{}); }
+  };
+  if (persistent) { run_layout(std::true_type{}); }
+  else { run_layout(std::false_type{}); }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output.resize(output.size());
   for (std::size_t i = 0; i < output.size(); ++i) { result.output[i] = ElementTraits<T>::to_float(output[i]); }

@@ -39,15 +39,15 @@ inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2
 } // namespace detail
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
-/// TokenRows: the tensor-core fold's staging for caches in token rows (PagedAttentionParams::token_rows,
-/// which must agree); the CUDA-core fold reads either layout at run time.
+/// TokenRows: the caches lie in token rows (CacheLayout hnd, nhd; PagedAttentionParams::token_rows, which
+/// must agree), else in vLLM's layout: each fold reads one of them.
 template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
                                   PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT>>;
+                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;

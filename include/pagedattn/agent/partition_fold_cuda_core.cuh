@@ -11,12 +11,12 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT, TokenRows>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 

@@ -9,8 +9,8 @@
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
-// Caches in token rows (PagedAttentionParams::token_rows, CacheLayout hnd and nhd) are read at run time
-// by the same kernels: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
+// Caches in token rows (TokenRows: CacheLayout hnd and nhd, their strides read at run time) take kernels of
+// their own: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
 // goes token by token, lane l owning the consecutive dims l * items .. (ConsumeValueRows: one load per
 // token where they fill whole 4, 8 or 16 bytes), which ReduceHead hands to the block reduce as such.
 // An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
@@ -27,7 +27,7 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T>
+template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T, bool TokenRows = false>
 class WarpTileCudaCore {
 public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
@@ -77,8 +77,8 @@ public:
     const bool live = pos < c.end_token;
     const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
     // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
-    const std::int64_t key_token_stride = p_.token_rows ? p_.cache_token_stride : x;
-    const std::int64_t key_vector_stride = p_.token_rows ? x : static_cast<std::int64_t>(p_.block_size) * x;
+    const std::int64_t key_token_stride = TokenRows ? p_.cache_token_stride : x;
+    const std::int64_t key_vector_stride = TokenRows ? x : static_cast<std::int64_t>(p_.block_size) * x;
 
     // QK: the lane's whole key against every query of the group.
     float score[MaxHeads];
@@ -131,7 +131,7 @@ public:
     }
     arch::sync_warp();
 
-    if (p_.token_rows) { ConsumeValueRows(c); }
+    if constexpr (TokenRows) { ConsumeValueRows(c); }
     else
     {
       // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per load.
@@ -186,15 +186,18 @@ public:
   template <class Reduce>
   PAGEDATTN_DEVICE typename Reduce::Stats ReduceHead(Reduce& reduce, int g) const
   {
-    if (!p_.token_rows) { return reduce.Reduce(partial_[g]); }
-    const int lane = arch::lane_id(), warp = arch::warp_id(); // token rows: the lanes' slots hold row_dim's dims
-    if (lane == 0) { reduce.StoreWarpStats(warp, partial_[g].max_score, partial_[g].exp_sum); }
-#pragma unroll
-    for (int i = 0; i < Partial::items_per_lane; ++i)
+    if constexpr (!TokenRows) { return reduce.Reduce(partial_[g]); }
+    else
     {
-      if (row_dim(lane, i) < HeadDim) { reduce.StoreWarpValue(warp, row_dim(lane, i), partial_[g].weighted_v[i]); }
+      const int lane = arch::lane_id(), warp = arch::warp_id(); // token rows: the lanes' slots hold row_dim's dims
+      if (lane == 0) { reduce.StoreWarpStats(warp, partial_[g].max_score, partial_[g].exp_sum); }
+#pragma unroll
+      for (int i = 0; i < Partial::items_per_lane; ++i)
+      {
+        if (row_dim(lane, i) < HeadDim) { reduce.StoreWarpValue(warp, row_dim(lane, i), partial_[g].weighted_v[i]); }
+      }
+      return reduce.ReduceStored();
     }
-    return reduce.ReduceStored();
   }
 
 private:

@@ -91,7 +91,7 @@ inline constexpr int cached_devices = 64;
 
 /// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
 /// draw tickets until the items run out; else a block per item (see choose_grid). KvT: the caches' elements.
-/// TokenRows: the tensor-core fold staged for caches in token rows (AgentPagedAttention).
+/// TokenRows: the folds for caches in token rows (AgentPagedAttention).
 template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent, class KvT = T, bool TokenRows = false>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
@@ -106,7 +106,7 @@ struct DecodeKernel {
 
   static constexpr bool persistent = Persistent;
 
-  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Persistent, KvT, TokenRows>; }
+  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Policy, Persistent, KvT, TokenRows>; }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
   /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and

@@ -30,8 +30,8 @@ constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts =
 
 /// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 heads
 /// for the CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation
-/// serves every group. Caches in token rows take kernels of their own where vLLM's layout would run on
-/// tensor cores (their staging differs); the CUDA-core fold reads either layout, so its kernels serve both.
+/// serves every group. Caches in token rows take kernels of their own (both folds read them differently),
+/// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
 /// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
 template <class T, class KvT, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, bool token_rows, F&& f)
@@ -46,17 +46,13 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R>{}); }
   };
   auto for_head_dim = [&](auto head_dim) {
-    if constexpr (!uses_tensor_cores<T, Policy, KvT>) { with_staging(head_dim, std::false_type{}); } // every layout
-    else
+    if constexpr (has_token_rows(Layouts{}))
     {
-      if constexpr (has_token_rows(Layouts{}))
-      {
-        if (token_rows) { with_staging(head_dim, std::true_type{}); }
-      }
-      if constexpr (has_vllm_layout(Layouts{}))
-      {
-        if (!token_rows) { with_staging(head_dim, std::false_type{}); }
-      }
+      if (token_rows) { with_staging(head_dim, std::true_type{}); }
+    }
+    if constexpr (has_vllm_layout(Layouts{}))
+    {
+      if (!token_rows) { with_staging(head_dim, std::false_type{}); }
     }
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
