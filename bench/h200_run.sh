@@ -13,7 +13,9 @@
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
 # H200_RUN_PART=tests (steps 2, 4, 5) or sanitizers (step 3 alone) splits the run over two calls of the
 # device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both; bench
-# (steps 4 and 5) runs the benchmarks alone (a build carried in two parts: the carry holds 64 MiB);
+# (steps 4 and 5) runs the benchmarks alone (a build carried in two parts: the carry holds 64 MiB); build
+# (step 1 alone) builds there, with its 16 cores, for the calls after it on the warm machine (which keeps
+# the git-ignored build folder), carry [".deps"]: PAGEDATTN_COMMIT stamps that build (no .git there);
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
 # SANITIZER_BINARIES (names, space-separated; default every GPU test binary) picks the binaries it checks.
 # H200_RUN_PART=ncu runs the Nsight Compute step alone, on NCU_SHAPES (bench_decode --shape values,
@@ -37,9 +39,12 @@ if [ ! -f "$BUILD/CTestTestfile.cmake" ]; then
         -DCatch2_DIR="$catch2_dir" -DPAGEDATTN_BUILD_EXAMPLES=ON -DPAGEDATTN_BUILD_BENCH=ON >"$LOGS/configure.txt" 2>&1 \
     || { log "configure failed"; tail -30 "$LOGS/configure.txt"; exit 1; }
   cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.txt" 2>&1 || { log "build failed"; tail -30 "$LOGS/build.txt"; exit 1; }
-  git rev-parse HEAD >"$BUILD/COMMIT" 2>/dev/null || echo unknown >"$BUILD/COMMIT"
+  if [ -n "${PAGEDATTN_COMMIT:-}" ]; then echo "$PAGEDATTN_COMMIT" >"$BUILD/COMMIT"
+  else git rev-parse HEAD >"$BUILD/COMMIT" 2>/dev/null || echo unknown >"$BUILD/COMMIT"; fi
   echo "$PWD" >"$BUILD/SOURCE_DIR"
+  log "built in $SECONDS s"
 fi
+if [ "$PART" = build ]; then exit 0; fi
 commit=$(cat "$BUILD/COMMIT" 2>/dev/null || echo unknown)
 
 # CTest files hold the absolute paths of the machine that configured the build: recreate that path.
@@ -162,7 +167,8 @@ fi
 python3 - "$OUT" "$commit" "$gpu" "$ctest_rc" <<'PY'
 import json, re, sys, pathlib
 out, commit, gpu, ctest_rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-tests = pathlib.Path(out, "h200-tests.txt").read_text()
+tests_file = pathlib.Path(out, "h200-tests.txt")  # (absent from a run of H200_RUN_PART=bench)
+tests = tests_file.read_text() if tests_file.exists() else ""
 m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", tests)
 san_file = pathlib.Path(out, "h200-sanitizer.txt")  # (absent from a run of H200_RUN_PART=tests)
 san = [l.split() for l in san_file.read_text().splitlines() if not l.startswith("#")] if san_file.exists() else []
