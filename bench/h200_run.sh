@@ -11,9 +11,9 @@
 #      the latency-bound shapes (h200-ncu.txt);
 #   5. write logs and summary.json to $OUT.
 # Usage (device tool, repo root): bash bench/h200_run.sh [build-dir]     with carry [".carry"]
-# H200_RUN_PART=tests (steps 2, 4, 5) or sanitizers (step 3 alone) splits the run over two calls of the
-# device tool, back to back on the warm machine, when one call's 10 minutes cannot hold both; bench
-# (steps 4 and 5) runs the benchmarks alone (a build carried in two parts: the carry holds 64 MiB); build
+# H200_RUN_PART=tests (steps 2 and 5), sanitizers (step 3 alone) and bench (steps 4 and 5) split the run
+# over calls of the device tool, back to back on the warm machine, when one call's 10 minutes cannot hold
+# it all (a build carried in two parts where it is carried: the carry holds 64 MiB); build
 # (step 1 alone) builds there, with its 16 cores, for the calls after it on the warm machine (which keeps
 # the git-ignored build folder), carry [".deps"]: PAGEDATTN_COMMIT stamps that build (no .git there);
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
@@ -103,7 +103,7 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
   timeout "$limit" "$@" 2>&1 | tee "$LOGS/$name.txt" | tail -25
   log "$name: exit status ${PIPESTATUS[0]}"
 }
-if [ "$PART" != ncu ]; then
+if [ "$PART" = all ] || [ "$PART" = bench ]; then
 [ -x "$BUILD/examples/qwen36_decode" ] && run_step qwen36_decode 300 "$BUILD/examples/qwen36_decode"
 [ -x "$BUILD/bench/bench_decode" ] &&
   run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
@@ -135,7 +135,8 @@ fi
 # Nsight Compute on one launch of each latency-bound shape (and 64x4096, which meets its target, beside
 # them), or of NCU_SHAPES: the kernel's own duration, the bytes it moved, how busy DRAM was over the
 # kernel, blocks per SM, and where the warps stalled. The details go to logs/, a table to h200-ncu.txt.
-if [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
+bench_part() { [ "$PART" = all ] || [ "$PART" = bench ]; }
+if { bench_part || [ "$PART" = ncu ]; } && [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
   log "ncu"
   for shape in ${NCU_SHAPES:-1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256}; do
     tag=$(echo "$shape" | tr '@/' '__')
@@ -148,6 +149,7 @@ if [ -x "$BUILD/bench/bench_decode" ] && command -v ncu >/dev/null; then
   python3 bench/ncu_summary.py "$LOGS" "$commit" "$gpu" >"$OUT/h200-ncu.txt" 2>&1; cat "$OUT/h200-ncu.txt"
 fi
 if [ "$PART" = ncu ]; then tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOGS"; exit 0; fi
+if bench_part; then
 for b in "$BUILD"/bench/bench_*; do # any other benchmark: its JSON beside its log
   name=$(basename "$b")
   # policies: a tuning tool, run by hand; paged_read: issue 20's copy-mechanism probe (no JSON), run by hand
@@ -161,6 +163,7 @@ if [ -f "$LOGS/bench_decode.json" ]; then
   more_runs=$(ls "$LOGS"/bench_decode_fp8_*.json "$LOGS"/bench_decode_layout_*.json 2>/dev/null)
   run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $more_runs --seed "$LOGS/seed.json" \
     --combine "$LOGS/bench_combine.json" --out "$OUT/h200.json" --plot "$OUT/h200.png"
+fi
 fi
 
 # ---- 5. summary ---------------------------------------------------------------------------------------------
