@@ -133,11 +133,13 @@ inline std::vector<int> shuffled_block_ids(std::size_t count, int first_id, std:
 
 /// fp64 attention of (seq, head) over the sequence's first seq_len tokens, from the inputs as stored: the
 /// queries rounded to T, the caches to KvT and, for an fp8 cache, dequantized with the KV head's scales
-/// (float(fp8) * scale): softmax(scale q.k + alibi_slope (token - seq_len + 1)) . v; zeros for an empty
-/// sequence.
+/// (float(fp8) * scale): softmax(cap(scale q.k) + alibi_slope (token - seq_len + 1)) . v, where cap(s) =
+/// softcap tanh(s / softcap) (softcap 0: s) and a sink logit joins the denominator (-inf: none); zeros for
+/// an empty sequence.
 template <class T, class KvT = T>
 std::vector<double> reference_attention(const ProblemData& data, int seq, int head, int seq_len, float scale,
-                                        double alibi_slope = 0, double k_scale = 1, double v_scale = 1)
+                                        double alibi_slope = 0, double k_scale = 1, double v_scale = 1, double softcap = 0,
+                                        double sink = -INFINITY)
 {
   using Traits = pagedattn::ElementTraits<T>;
   using KvTraits = pagedattn::ElementTraits<KvT>;
@@ -149,12 +151,13 @@ std::vector<double> reference_attention(const ProblemData& data, int seq, int he
   {
     double acc = 0;
     for (int d = 0; d < D; ++d) { acc += q[d] * (KvTraits::to_float(data.key<KvT>(seq, t, kvh, d)) * k_scale); }
-    score[t] = acc * double(scale) + alibi_slope * (t - seq_len + 1);
+    const double logit = softcap > 0 ? softcap * std::tanh(acc * double(scale) / softcap) : acc * double(scale);
+    score[t] = logit + alibi_slope * (t - seq_len + 1);
   }
   std::vector<double> out(D, 0.0);
   if (seq_len <= 0) { return out; }
-  const double m = *std::max_element(score.begin(), score.end());
-  double sum = 0;
+  const double m = std::max(sink, *std::max_element(score.begin(), score.end()));
+  double sum = std::exp(sink - m);
   for (int t = 0; t < seq_len; ++t)
   {
     const double p = std::exp(score[t] - m);

@@ -138,6 +138,7 @@ struct CallTensors {
   const at::Tensor& block_tables;
   const at::Tensor& seq_lens;
   const c10::optional<at::Tensor>& alibi_slopes;
+  const c10::optional<at::Tensor>& sinks; ///< pagedattn.decode only (vLLM's ops pass none)
 };
 
 /// The launch with query type T and cache element type KvT (T, or an fp8 format for kv_cache_dtype fp8*).
@@ -154,6 +155,7 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   v.block_tables.data = t.block_tables.data_ptr();
   v.seq_lens.data = t.seq_lens.data_ptr();
   v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
+  v.sinks.data = t.sinks.has_value() && t.sinks->defined() ? t.sinks->data_ptr() : nullptr;
   const c10::cuda::CUDAGuard guard(t.query.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
   with_stream_storage(t.query, stream, [&](StreamStorage& storage) {

@@ -91,6 +91,8 @@ struct TensorInfo {
 /// max_logits and tmp_out are accepted by the op and not used: pagedattn keeps its own temporary storage.
 struct VllmPagedAttentionArgs {
   TensorInfo out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes;
+  TensorInfo sinks;             ///< pagedattn.decode only: float32 [num_heads] attention sinks, or undefined
+  double logits_soft_cap = 0.0; ///< pagedattn.decode only: DecodeArguments::logit_softcap (0: off)
   std::int64_t num_kv_heads = 0;
   double scale = 0;
   std::int64_t block_size = 0;
@@ -320,6 +322,18 @@ inline std::string check(const VllmPagedAttentionArgs& v)
     if (al.size[0] != num_heads) { return "alibi_slopes has " + std::to_string(al.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads"; }
     if (!contiguous(al)) { return "alibi_slopes must be contiguous"; }
   }
+  if (v.sinks.defined)
+  {
+    const TensorInfo& sk = v.sinks;
+    if (!(e = check_tensor("sinks", sk, 1, q.device)).empty()) { return e; }
+    if (sk.dtype != DType::f32) { return std::string("sinks must be float32, got ") + dtype_name(sk.dtype); }
+    if (sk.size[0] != num_heads) { return "sinks has " + std::to_string(sk.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads"; }
+    if (!contiguous(sk)) { return "sinks must be contiguous"; }
+  }
+  if (!(v.logits_soft_cap >= 0.0) || !(static_cast<float>(v.logits_soft_cap) < INFINITY))
+  {
+    return "logits_soft_cap must be finite and >= 0 (as a float32; 0: off), got " + detail::number(v.logits_soft_cap);
+  }
   if (!detail::fits_int(v.max_seq_len)) { return "max_seq_len must be in [0, 2^31 - 1], got " + std::to_string(v.max_seq_len); }
   if (v.block_size < 1 || !detail::fits_int(v.block_size)) { return "block_size must be positive, got " + std::to_string(v.block_size); }
   if (v.max_seq_len > bt.size[1] * v.block_size)
@@ -395,6 +409,8 @@ std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::Deco
   a.block_size = static_cast<int>(v.block_size);
   a.scale = static_cast<float>(v.scale);
   a.alibi_slopes = v.alibi_slopes.defined ? static_cast<const float*>(v.alibi_slopes.data) : nullptr;
+  a.logit_softcap = static_cast<float>(v.logits_soft_cap);
+  a.sinks = v.sinks.defined ? static_cast<const float*>(v.sinks.data) : nullptr;
   return "";
 }
 

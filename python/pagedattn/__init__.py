@@ -33,6 +33,8 @@ def decode(
     scale: Optional[float] = None,
     max_seq_len: Optional[int] = None,
     alibi_slopes: Optional[torch.Tensor] = None,
+    logits_soft_cap: float = 0.0,
+    sinks: Optional[torch.Tensor] = None,
     out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Decode attention of one new token per sequence over its cached keys and values.
@@ -44,8 +46,11 @@ def decode(
 
     scale: defaults to head_size ** -0.5. max_seq_len: a host-side upper bound of seq_lens; it defaults to
     what the block tables can hold (max_blocks_per_seq * block_size), so that nothing reads seq_lens on
-    the host. alibi_slopes: float32 [num_heads] or None. out: written in place and returned (a new tensor
-    like query when None). Raises ValueError naming the argument on bad input.
+    the host. alibi_slopes: float32 [num_heads] or None. logits_soft_cap: > 0 soft-caps each logit (scale
+    q.k) to logits_soft_cap * tanh(logit / logits_soft_cap) before ALiBi and the softmax (Gemma 2); 0: off.
+    sinks: float32 [num_heads] attention sinks (gpt-oss: a logit per head that joins the softmax's
+    denominator, with no value) or None. out: written in place and returned (a new tensor like query when
+    None). Raises ValueError naming the argument on bad input.
     """
     if max_seq_len is None:
         if key_cache.dim() != 5 or block_tables.dim() != 2:
@@ -58,5 +63,5 @@ def decode(
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     call(_C.decode_eager, _decode_op, (out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
-                                       alibi_slopes))
+                                       alibi_slopes, float(logits_soft_cap), sinks))
     return out

@@ -73,9 +73,10 @@ class Problem:
             return cache.float()
         return cache.view(self.fp8_dtype).float().double() * cache_scale
 
-    def reference(self, lens=None, query=None, k_scale=None, v_scale=None):
+    def reference(self, lens=None, query=None, k_scale=None, v_scale=None, logits_soft_cap=0.0, sinks=None):
         """[num_seqs, num_heads, head_size]: the blocks gathered, a softmax in float32 (float64 for fp8
-        caches, dequantized with k_scale and v_scale, by default the problem's)."""
+        caches, dequantized with k_scale and v_scale, by default the problem's); logits soft-capped
+        (logits_soft_cap > 0) and sinks (float32 [num_heads]) in the denominator as pagedattn.decode takes them."""
         lens = self.lens if lens is None else lens
         query = self.query if query is None else query
         key = self.dequantized(self.key_cache, self.k_scale if k_scale is None else k_scale)
@@ -92,9 +93,15 @@ class Problem:
             k = k.repeat_interleave(group, dim=1)  # [n, heads, d]
             v = v.repeat_interleave(group, dim=1)
             scores = torch.einsum("hd,nhd->hn", q[s], k) * self.scale
+            if logits_soft_cap > 0:
+                scores = logits_soft_cap * torch.tanh(scores / logits_soft_cap)
             if self.alibi_slopes is not None:
                 scores = scores + self.alibi_slopes[:, None] * (torch.arange(n, device=q.device) - n + 1)[None, :].to(q.dtype)
-            out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v)
+            if sinks is not None:  # a column of the sinks joins the softmax, its weight dropped (no value)
+                scores = torch.cat([scores, sinks.to(scores.dtype)[:, None]], dim=-1)
+                out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1)[:, :-1], v)
+            else:
+                out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v)
         return out
 
 

@@ -44,6 +44,25 @@ def test_block_sizes_gqa_alibi(block_size, heads, alibi):
     assert relative_error(run_decode(p), p.reference()) < tolerance(torch.float16)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("logits_soft_cap", [0.0, 1.5, 30.0])
+@pytest.mark.parametrize("with_sinks", [False, True])
+def test_soft_cap_and_sinks(dtype, logits_soft_cap, with_sinks):
+    p = Problem([1, 17, 0, 5003], 24, 4, 128, dtype=dtype, alibi=with_sinks, seed=31)
+    sinks = (torch.tensor([float("-inf"), 0.5, 2.0, 6.0] * 6, dtype=torch.float32, device="cuda") if with_sinks else None)
+    out = run_decode(p, logits_soft_cap=logits_soft_cap, sinks=sinks)
+    assert relative_error(out, p.reference(logits_soft_cap=logits_soft_cap, sinks=sinks)) < tolerance(dtype)
+
+
+def test_soft_cap_and_sinks_are_checked():
+    p = Problem([5, 40], 8, 2, 128, seed=32)
+    for bad, name in ((dict(logits_soft_cap=-1.0), "logits_soft_cap"), (dict(logits_soft_cap=float("nan")), "logits_soft_cap"),
+                      (dict(sinks=torch.zeros(7, device="cuda")), "sinks"),
+                      (dict(sinks=torch.zeros(8, dtype=torch.float16, device="cuda")), "sinks")):
+        with pytest.raises(ValueError, match=name):
+            run_decode(p, **bad)
+
+
 def test_long_and_mixed_batches():
     p = Problem([100000], 24, 4, 256, seed=1)
     assert relative_error(run_decode(p), p.reference()) < tolerance(torch.float16)

@@ -1,6 +1,7 @@
 #pragma once
 // GPU tests of DevicePagedAttention::Decode that every element type passes: every head size x block
-// size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions. Included once per type by
+// size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions, the decode variants (logit
+// soft-cap, attention sinks). Included once per type by
 // test_decode_fp16.cu, test_decode_bf16.cu and test_decode_fp32.cu, which define T and DTYPE first (one
 // translation unit per type: each type's kernels compile once, and the two CI cores build them in parallel).
 #include "device/decode_test_support.cuh"
@@ -37,6 +38,68 @@ TEST_CASE("decode " DTYPE ": the longest partitions (4096 tokens, 2048 at block 
       s.partition_tokens = block_size == 8 ? 2048 : 4096;
       s.seq_lens = {9000, s.partition_tokens, s.partition_tokens + 1, 1}; // a short last partition, exactly one, one token over
       test::check_decode<T>(s, seed + block_size + head_size);
+    }
+  }
+}
+
+TEST_CASE("decode " DTYPE ": logit soft-cap and attention sinks, alone and combined, against fp64", "[decode][gpu][" DTYPE "][variants]")
+{
+  GPU_TEST_SEED(seed, 2600);
+  // Scores of tens (scale 0.5 instead of 1 / sqrt(head)) under caps of 1.5 and 30; sinks of -inf, 0.5, 2
+  // and 6 per head (the sink joins partition 0's partial: one partition, several, and many combine
+  // groups); ALiBi on top; a loose max_seq_len (the persistent grid) and a fixed partition size.
+  int combo = 0;
+  for (const float softcap : {0.f, 1.5f, 30.f})
+  {
+    for (const bool sinks : {false, true})
+    {
+      if (softcap == 0.f && !sinks) { continue; }
+      for (int head_size : {80, 128, 256})
+      {
+        ++combo;
+        test::DecodeShape s{{1, 17, 1000, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
+        s.softcap = softcap;
+        s.sinks = sinks;
+        s.scale = 0.5f;
+        s.alibi = combo % 2 == 0;
+        s.max_seq_len_override = combo % 3 == 0 ? 20000 : -1;
+        s.partition_tokens = combo % 4 == 1 ? 64 : 0;
+        INFO("softcap " << softcap << " sinks " << sinks << " head " << head_size << " alibi " << s.alibi << " max_seq_len "
+                        << s.max_seq_len_override << " partition_tokens " << s.partition_tokens);
+        test::check_decode<T>(s, seed + combo);
+      }
+    }
+  }
+}
+
+TEST_CASE("decode " DTYPE ": a sink that takes the whole softmax gives exactly 0, a cap of 0 and sinks of -inf the plain bits",
+          "[decode][gpu][" DTYPE "][variants]")
+{
+  GPU_TEST_SEED(seed, 2700);
+  test::DecodeShape s{{3000, 1, 40}, /*num_heads=*/8, /*num_kv_heads=*/2, /*head_size=*/128};
+  test::DeviceDecode<T> plain(s, seed);
+  const auto plain_out = plain.run();
+  // Every sink -inf: the same bits as no sinks.
+  {
+    test::DecodeShape with_sinks = s;
+    with_sinks.sinks = true;
+    test::DeviceDecode<T> dd(with_sinks, seed);
+    dd.sinks.upload(std::vector<float>(std::size_t(s.num_heads), -INFINITY));
+    REQUIRE(test::bitwise_equal(dd.run(), plain_out));
+  }
+  // Sinks of 1e4 (every head but the -inf ones): their outputs are exactly 0, the others unchanged.
+  {
+    test::DecodeShape big = s;
+    big.sinks = true;
+    big.sink_base = 1e4f;
+    test::DeviceDecode<T> dd(big, seed);
+    const auto out = dd.run();
+    for (std::size_t i = 0; i < out.size(); ++i)
+    {
+      const int h = int(i / s.head_size) % s.num_heads;
+      INFO("element " << i << " head " << h);
+      if (h % 4 == 0) { REQUIRE(test::bitwise_equal(std::vector<T>{out[i]}, std::vector<T>{plain_out[i]})); }
+      else { REQUIRE(float(pagedattn::ElementTraits<T>::to_float(out[i])) == 0.f); }
     }
   }
 }

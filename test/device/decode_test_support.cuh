@@ -27,6 +27,17 @@ struct DecodeShape {
   std::int64_t scale_head_stride = 1; ///< fp8 caches: DecodeArguments::scale_head_stride (scales differ per KV head)
   pagedattn::CacheLayout cache_layout = pagedattn::CacheLayout::vllm; ///< DecodeArguments::cache_layout and strides
   std::int64_t cache_block_stride = 0, cache_head_stride = 0, cache_token_stride = 0; ///< (gaps between hold NaN)
+  float softcap = 0.f; ///< DecodeArguments::logit_softcap
+  bool sinks = false;  ///< attention sinks per head (sink_of): -inf (none), 0.5, 2 and 6 in turn
+  float scale = 0.f;   ///< DecodeArguments::scale when > 0 (large scores); else 1 / sqrt(head_size)
+  float sink_base = 0.f; ///< added to every sink but -inf (a large one takes the whole softmax)
+
+  /// The sink of head h when sinks is set.
+  float sink_of(int h) const
+  {
+    const float cycle[] = {-INFINITY, 0.5f, 2.f, 6.f};
+    return h % 4 == 0 ? cycle[0] : cycle[h % 4] + sink_base;
+  }
 
   template <class KvT>
   paged_decode::CacheLayout<KvT> layout() const
@@ -61,7 +72,7 @@ struct DeviceDecode {
   KvT* d_value = nullptr;
   DeviceBuffer<T> query, output;
   DeviceBuffer<int> block_tables, seq_lens;
-  DeviceBuffer<float> alibi;
+  DeviceBuffer<float> alibi, sinks;
   DeviceBuffer<unsigned> error_count;
   std::vector<float> k_scales, v_scales; ///< fp8: per KV head (the first one only when scale_head_stride is 0)
   DeviceBuffer<float> d_k_scales, d_v_scales;
@@ -69,6 +80,7 @@ struct DeviceDecode {
   DeviceDecode(const DecodeShape& s, std::uint64_t seed)
       : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.num_heads * s.head_size),
         block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
+        sinks(sink_values(s)),
         error_count(1), k_scales(default_scales(s, 0.5f, 0.25f)), v_scales(default_scales(s, 1.5f, -0.25f)), d_k_scales(k_scales),
         d_v_scales(v_scales)
   {
@@ -79,6 +91,13 @@ struct DeviceDecode {
   {
     cudaFree(d_key);
     cudaFree(d_value);
+  }
+
+  static std::vector<float> sink_values(const DecodeShape& s)
+  {
+    std::vector<float> v;
+    for (int h = 0; h < s.num_heads; ++h) { v.push_back(s.sink_of(h)); }
+    return v;
   }
 
   /// Scales first, first + step, ... per KV head (never 0: first 0.5 or 1.5, at most 16 KV heads here).
@@ -113,7 +132,7 @@ struct DeviceDecode {
     int used = 0;
     for (int q = 0; q < p.num_seqs; ++q) { used += s.blocks_of(q); }
     p.num_blocks = s.min_block_id + used + s.spare_blocks;
-    p.scale = 1.f / std::sqrt(float(s.head_size));
+    p.scale = s.scale > 0.f ? s.scale : 1.f / std::sqrt(float(s.head_size));
     // Block ids: a random permutation of [min_block_id, min_block_id + used + spare); table slots past a
     // sequence's blocks hold a valid but unrelated id.
     const std::vector<int> ids = paged_decode::shuffled_block_ids(std::size_t(used + s.spare_blocks), int(s.min_block_id), seed);
@@ -194,6 +213,8 @@ struct DeviceDecode {
     a.block_size = s.block_size;
     a.scale = prob.scale;
     a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
+    a.logit_softcap = s.softcap;
+    a.sinks = s.sinks ? sinks.get() : nullptr;
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
     s.template layout<KvT>().describe(a);
@@ -230,7 +251,8 @@ struct DeviceDecode {
     const auto& s = prob.shape;
     const int kv_head = h / (s.num_heads / s.num_kv_heads);
     return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0,
-                                                     k_scale_of(kv_head), v_scale_of(kv_head));
+                                                     k_scale_of(kv_head), v_scale_of(kv_head), s.softcap,
+                                                     s.sinks ? s.sink_of(h) : -INFINITY);
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).

@@ -324,6 +324,9 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
   { auto b = a; b.num_heads = 7; expect_error(b, "num_heads"); }
   { auto b = a; b.max_seq_len = -1; expect_error(b, "max_seq_len"); }
   { auto b = a; b.key_cache = reinterpret_cast<const T*>(reinterpret_cast<const char*>(a.key_cache) + 2); expect_error(b, "key_cache"); }
+  { auto b = a; b.logit_softcap = -1.f; expect_error(b, "logit_softcap"); }
+  { auto b = a; b.logit_softcap = NAN; expect_error(b, "logit_softcap"); }
+  { auto b = a; b.logit_softcap = INFINITY; expect_error(b, "logit_softcap"); }
   {
     std::size_t small = 8;
     test::DeviceBuffer<char> temp(small);

@@ -157,6 +157,20 @@ TEST_CASE("decode layouts: Qwen3.6 shapes over hnd and nhd, a long sequence, a s
   }
 }
 
+TEST_CASE("decode layouts: logit soft-cap and attention sinks over hnd and nhd", "[decode][gpu][layouts][variants]")
+{
+  GPU_TEST_SEED(seed, 2750);
+  for (CacheLayout layout : {CacheLayout::hnd, CacheLayout::nhd})
+  {
+    test::DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+    s.softcap = 1.5f;
+    s.sinks = true;
+    s.scale = 0.5f;
+    set_layout(s, layout, 0);
+    check<__half>(s, seed + int(layout));
+  }
+}
+
 TEST_CASE("decode layouts: bad block ids in token rows give NaN for that sequence and an error count", "[decode][gpu][layouts][invalid]")
 {
   test::require_gpu_or_skip();

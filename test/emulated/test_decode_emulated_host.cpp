@@ -45,6 +45,8 @@ struct Shape {
   int partition_tokens = 32;
   bool alibi = false;
   CacheLayout layout = CacheLayout::vllm; ///< the caches' layout (packed)
+  float softcap = 0.f;                    ///< DecodeArguments::logit_softcap
+  bool sinks = false;                     ///< attention sinks per head: -inf, 0.5, 3, 1e4 in turn
 };
 
 struct Problem {
@@ -52,7 +54,7 @@ struct Problem {
   int num_seqs = 0, max_blocks_per_seq = 0, max_seq_len = 0;
   std::int64_t num_blocks = 0;
   float scale = 0;
-  std::vector<float> query, key, value, alibi; // key/value: in shape.layout (DecodeArguments)
+  std::vector<float> query, key, value, alibi, sinks; // key/value: in shape.layout (DecodeArguments)
   std::vector<int> block_tables;
 
   explicit Problem(const Shape& s, std::uint64_t seed) : shape(s)
@@ -96,6 +98,11 @@ struct Problem {
       alibi.resize(s.num_heads);
       for (int h = 0; h < s.num_heads; ++h) { alibi[h] = -std::ldexp(1.f, -(h + 1)); }
     }
+    if (s.sinks)
+    {
+      const float cycle[] = {-std::numeric_limits<float>::infinity(), 0.5f, 3.f, 1e4f}; // 1e4: the sink takes it all (output 0)
+      for (int h = 0; h < s.num_heads; ++h) { sinks.push_back(cycle[h % 4]); }
+    }
   }
 
   static constexpr int x = elements_per_vector<float>;
@@ -130,10 +137,12 @@ struct Problem {
     {
       double acc = 0;
       for (int d = 0; d < D; ++d) { acc += double(query[(std::size_t(q) * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
-      score[t] = acc * scale + (alibi.empty() ? 0.0 : double(alibi[head]) * (t - len + 1));
+      const double logit = shape.softcap > 0 ? shape.softcap * std::tanh(acc * scale / shape.softcap) : acc * scale;
+      score[t] = logit + (alibi.empty() ? 0.0 : double(alibi[head]) * (t - len + 1));
     }
-    const double m = *std::max_element(score.begin(), score.end());
-    double sum = 0;
+    const double sink = sinks.empty() ? -INFINITY : double(sinks[head]);
+    const double m = std::max(sink, *std::max_element(score.begin(), score.end()));
+    double sum = std::exp(sink - m);
     for (int t = 0; t < len; ++t)
     {
       const double p = std::exp(score[t] - m);
@@ -209,6 +218,8 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.key_cache = in.key.data();
   a.value_cache = in.value.data();
   a.cache_layout = s.layout;
+  a.logit_softcap = s.softcap;
+  a.sinks = prob.sinks.empty() ? nullptr : prob.sinks.data();
   a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
   a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
   a.scale_head_stride = in.scale_head_stride;
@@ -423,6 +434,42 @@ TEST_CASE("decode, emulated on the host: planning pass + persistent CUDA-core de
   // Bitwise reproducible whatever the grid (the same fixed partition size: the same fold tree).
   const RunResult other = run_emulated<EmulatedPolicy>(prob, grid_blocks == 2 ? 3 : 1, 2);
   REQUIRE(std::memcmp(other.output.data(), r.output.data(), r.output.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("decode, emulated on the host: logit soft-cap and attention sinks vs fp64, look-back and single partitions",
+          "[decode][emulated][host][variants]")
+{
+  // Scores up to about 3 * 3 * 64 / 8 = 72: a cap of 5 bends them hard. Sinks of -inf (none), 0.5, 3 and 1e4
+  // (which takes the whole softmax: an output of exactly 0), with and without the cap and ALiBi; lengths
+  // of one partition and of several combine groups (the sink joins partition 0 only).
+  const float softcap = GENERATE(0.f, 5.f);
+  const bool alibi = GENERATE(false, true);
+  Shape shape{{37, 0, 300, 1000, 1}};
+  shape.softcap = softcap;
+  shape.sinks = true;
+  shape.alibi = alibi;
+  INFO("softcap " << softcap << ", alibi " << alibi);
+  const Problem prob(shape, 17);
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
+  REQUIRE(r.errors == 0u);
+  REQUIRE(relative_error(prob, r.output) < 1e-4);
+  for (int q = 0; q < prob.num_seqs; ++q)
+  {
+    for (int d = 0; d < shape.head_size; ++d) { REQUIRE(r.output[(std::size_t(q) * shape.num_heads + 3) * shape.head_size + d] == 0.f); }
+  }
+  // Off, the options leave the bits alone: a cap of 0 and sinks of -inf are the plain decode.
+  Shape plain = shape;
+  plain.softcap = 0.f;
+  plain.sinks = false;
+  if (softcap == 0.f)
+  {
+    Problem none(plain, 17);
+    none.sinks.assign(std::size_t(shape.num_heads), -std::numeric_limits<float>::infinity());
+    const RunResult with_minus_inf = run_emulated<EmulatedPolicy>(none, 4, 2);
+    none.sinks.clear();
+    const RunResult without = run_emulated<EmulatedPolicy>(none, 4, 2);
+    REQUIRE(std::memcmp(with_minus_inf.output.data(), without.output.data(), without.output.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",

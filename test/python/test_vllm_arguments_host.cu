@@ -99,6 +99,16 @@ TEST_CASE("python op arguments: vLLM's arguments become DecodeArguments, strided
   v.alibi_slopes = tensor(DType::f32, {24});
   REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
   CHECK(a.alibi_slopes != nullptr);
+  // pagedattn.decode's variants: the soft-cap and the sinks pass through.
+  CHECK(a.logit_softcap == 0.f);
+  CHECK(a.sinks == nullptr);
+  v.logits_soft_cap = 30.0;
+  v.sinks = tensor(DType::f32, {24});
+  REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  CHECK(a.logit_softcap == 30.f);
+  CHECK(a.sinks != nullptr);
+  v.logits_soft_cap = 0.0;
+  v.sinks = TensorInfo{};
   // out as a permuted view ([num_heads, num_seqs, head_size] storage, transposed) and with padded rows: no
   // two rows share an element, so both are accepted.
   v.out = tensor(DType::f16, {3, 24, 128}, {128, 3 * 128, 1});
@@ -150,6 +160,12 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
       {"seq_lens", [](auto& v) { v.seq_lens.dtype = DType::other; }},
       {"alibi_slopes", [](auto& v) { v.alibi_slopes = tensor(DType::f32, {23}); }},
       {"alibi_slopes", [](auto& v) { v.alibi_slopes = tensor(DType::f16, {24}); }},
+      {"sinks", [](auto& v) { v.sinks = tensor(DType::f32, {23}); }},
+      {"sinks", [](auto& v) { v.sinks = tensor(DType::bf16, {24}); }},
+      {"sinks", [](auto& v) { v.sinks = tensor(DType::f32, {24}, {2}); }},
+      {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = -1.0; }},
+      {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = 1e39; }}, // infinite as a float32
+      {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = std::nan(""); }},
       {"max_seq_len", [](auto& v) { v.max_seq_len = -1; }},
   };
   for (const Case& c : cases)

@@ -121,3 +121,61 @@ TEST_CASE("fold arithmetic: alibi_logit biases by the distance to the newest tok
   CHECK(pagedattn::alibi_logit(1.5f, 0.25f, 95, 100) == 0.5f);  // vLLM's positive slopes: older tokens lose
   CHECK(pagedattn::alibi_logit(0.f, 0.5f, 0, 1) == 0.f);
 }
+
+TEST_CASE("fold arithmetic: soft_capped_logit bounds the logit, keeps its sign, and is the logit itself with cap 0", "[thread][host]")
+{
+  using pagedattn::soft_capped_logit;
+  REQUIRE(same_bits(soft_capped_logit(3.5f, 0.f), 3.5f)); // off
+  REQUIRE(soft_capped_logit(0.f, 30.f) == 0.f);
+  REQUIRE(soft_capped_logit(1e6f, 30.f) == 30.f);   // saturates at the cap
+  REQUIRE(soft_capped_logit(-1e6f, 30.f) == -30.f);
+  REQUIRE(soft_capped_logit(inf, 30.f) == 30.f);
+  const float small = soft_capped_logit(0.01f, 30.f); // nearly linear near 0
+  REQUIRE(std::fabs(small - 0.01f) < 1e-7f);
+  REQUIRE(std::fabs(soft_capped_logit(30.f, 30.f) - 30.f * std::tanh(1.f)) < 1e-5f);
+  REQUIRE(std::isnan(soft_capped_logit(std::nanf(""), 30.f)));
+}
+
+TEST_CASE("fold arithmetic: fold_sink joins a sink to a partial's denominator; -inf is the identity", "[thread][host]")
+{
+  using pagedattn::fold_sink;
+  // A partial over scores {1, 2}: max 2, exp sum e^-1 + 1.
+  const float m = 2.f, l = std::exp(-1.f) + 1.f;
+  {
+    float max_score = m, exp_sum = l;
+    const float alpha = fold_sink(max_score, exp_sum, -inf);
+    REQUIRE(same_bits(alpha, 1.f));
+    REQUIRE(same_bits(max_score, m));
+    REQUIRE(same_bits(exp_sum, l));
+  }
+  {
+    float max_score = m, exp_sum = l; // a sink below the maximum: the max stays, e^(sink - max) is added
+    const float alpha = fold_sink(max_score, exp_sum, 0.5f);
+    REQUIRE(alpha == 1.f);
+    REQUIRE(max_score == m);
+    REQUIRE(std::fabs(exp_sum - (l + std::exp(0.5f - 2.f))) < 1e-6f);
+  }
+  {
+    float max_score = m, exp_sum = l; // above it: everything rescales to the sink
+    const float alpha = fold_sink(max_score, exp_sum, 5.f);
+    REQUIRE(max_score == 5.f);
+    REQUIRE(std::fabs(alpha - std::exp(-3.f)) < 1e-7f);
+    REQUIRE(std::fabs(exp_sum - (l * std::exp(-3.f) + 1.f)) < 1e-6f);
+  }
+  {
+    float max_score = m, exp_sum = l; // a sink that takes it all: weighted_v * alpha = 0, exp sum 1
+    REQUIRE(fold_sink(max_score, exp_sum, 1e4f) == 0.f);
+    REQUIRE(exp_sum == 1.f);
+  }
+  {
+    float max_score = -inf, exp_sum = 0.f; // the empty partial gets the sink alone (an output of 0 / 1 = 0)
+    fold_sink(max_score, exp_sum, 0.5f);
+    REQUIRE(max_score == 0.5f);
+    REQUIRE(exp_sum == 1.f);
+  }
+  {
+    float max_score = m, exp_sum = l;
+    fold_sink(max_score, exp_sum, std::nanf(""));
+    REQUIRE(std::isnan(exp_sum));
+  }
+}

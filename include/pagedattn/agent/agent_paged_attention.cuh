@@ -20,6 +20,7 @@
 #include <pagedattn/grid/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
+#include <pagedattn/thread/thread_online_softmax.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -327,6 +328,7 @@ private:
       if (threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       __syncthreads();
     }
+    if (p_.sinks && item.partition == 0) { FoldSinks(own, first_head, heads); }
 
     // ---- merge the partitions of the segment (or write the single partition) -----------------------------
     // The segment's partials are the slots of its items: the plan lays them out back to back.
@@ -345,6 +347,25 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T, KvT>& p_;
+
+  /// Attention sinks: each query head's sink joins its partition-0 partial (fold_sink: one more token, of
+  /// value 0), so that whichever combine runs (look-back, slices, a single partition) counts it once.
+  /// Every thread first rescales its values from the old statistics, then the statistics are replaced.
+  PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, int first_head, int heads)
+  {
+    for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads)
+    {
+      const int h = i / HeadDim;
+      float max_score = own.stats[2 * h], exp_sum = own.stats[2 * h + 1];
+      own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, p_.sinks[first_head + h]), own.values[i]);
+    }
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < heads)
+    {
+      fold_sink(own.stats[2 * threadIdx.x], own.stats[2 * threadIdx.x + 1], p_.sinks[first_head + threadIdx.x]);
+    }
+    __syncthreads();
+  }
 
   /// One-wave combine (AgentSliceCombine): store the aggregate, meet every block of the grid, fold this
   /// block's slice of the segment. A single-partition segment writes its output directly (and arrives).

@@ -34,6 +34,8 @@ struct PagedAttentionParams {
   int num_kv_heads, block_size;
   float scale;
   const float* alibi_slopes; ///< [num_heads] or null
+  float logit_softcap;       ///< > 0: logits soft-capped (soft_capped_logit); 0: off
+  const float* sinks;        ///< [num_heads] or null: attention sinks (fold_sink)
   T* output;
   std::int64_t output_seq_stride, output_head_stride;
   unsigned* error_count; ///< optional

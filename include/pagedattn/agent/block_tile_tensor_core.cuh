@@ -194,12 +194,19 @@ public:
         score[e + 1] += part.y;
       }
     }
+#pragma unroll
+    for (int e = 0; e < tokens_per_lane; ++e) { score[e] *= score_scale(); }
+    if (p_.logit_softcap > 0.f) // uniform: off, the soft-cap costs one branch per tile
+    {
+#pragma unroll
+      for (int e = 0; e < tokens_per_lane; ++e) { score[e] = soft_capped_logit(score[e], p_.logit_softcap); }
+    }
     float tile_max = -INFINITY;
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
-      float v = score[e] * score_scale();
+      float v = score[e];
       if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, seq_len); }
       score[e] = token < end_token ? v : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);

@@ -120,7 +120,9 @@ public:
         float s = -INFINITY;
         if (live)
         {
-          s = p_.alibi_slopes ? alibi_logit(score[g], p_.alibi_slopes[c.first_head + g], pos, c.seq_len) : score[g];
+          s = score[g];
+          if (p_.logit_softcap > 0.f) { s = soft_capped_logit(s, p_.logit_softcap); } // uniform
+          if (p_.alibi_slopes) { s = alibi_logit(s, p_.alibi_slopes[c.first_head + g], pos, c.seq_len); }
         }
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
         const float e = live ? expf(s - tile_max) : 0.f;

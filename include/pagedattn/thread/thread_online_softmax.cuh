@@ -135,6 +135,30 @@ PAGEDATTN_HOST_DEVICE float4 normalized_output(float4 weighted_v, float exp_sum)
                      detail::div_rn(weighted_v.w, exp_sum));
 }
 
+/// A soft-capped logit (Gemma 2): cap · tanh(score / cap), which bounds it to (−cap, cap); cap 0: the
+/// score itself (no cap). Applied to the scaled score, before ALiBi and the mask.
+PAGEDATTN_HOST_DEVICE float soft_capped_logit(float score, float cap)
+{
+#if defined(__CUDA_ARCH__)
+  return cap > 0.f ? cap * tanhf(score / cap) : score;
+#else
+  return cap > 0.f ? cap * std::tanh(score / cap) : score;
+#endif
+}
+
+/// Fold an attention sink (gpt-oss: a logit that joins the softmax's denominator and adds no value) into
+/// a partial (max_score, exp_sum, and weighted_v scaled by the returned factor): the sink is the partial
+/// of one token of logit `sink` and value 0, so max_score' = max(max_score, sink), exp_sum' =
+/// alpha · exp_sum + beta, weighted_v' = alpha · weighted_v (rescaled_sum with a zero value). A sink of
+/// -inf is the identity (alpha 1, beta 0: the same bits); a NaN sink makes the partial NaN. Returns alpha.
+PAGEDATTN_HOST_DEVICE float fold_sink(float& max_score, float& exp_sum, float sink)
+{
+  const SoftmaxRescale r = softmax_rescale(max_score, sink);
+  max_score = r.max_score;
+  exp_sum = rescaled_sum(r, exp_sum, 1.f);
+  return r.alpha;
+}
+
 /// An ALiBi-biased logit: score + slope · (token − (seq_len − 1)), the bias 0 at the newest token.
 PAGEDATTN_HOST_DEVICE float alibi_logit(float score, float slope, int token, int seq_len)
 {

@@ -57,6 +57,11 @@ struct DecodeArguments {
   int block_size = 0;
   float scale = 0.f;
   const float* alibi_slopes = nullptr; ///< [num_heads] or null
+  float logit_softcap = 0.f;           ///< > 0: each logit (scale q.k) becomes logit_softcap * tanh(logit / logit_softcap)
+                                       ///< before ALiBi and the softmax (Gemma 2's soft-capping); 0: off
+  const float* sinks = nullptr;        ///< [num_heads] or null: attention sinks (gpt-oss), one logit per query head that
+                                       ///< joins the softmax's denominator and adds no value: out = sum_t e^s_t v_t / (sum_t e^s_t + e^sink);
+                                       ///< -inf: no sink for that head; NaN: a NaN output for that head
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at

@@ -38,6 +38,8 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT>& a, const
   p.block_size = a.block_size;
   p.scale = a.scale;
   p.alibi_slopes = a.alibi_slopes;
+  p.logit_softcap = a.logit_softcap;
+  p.sinks = a.sinks;
   p.output = a.output;
   p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;

@@ -140,6 +140,10 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT>& a)
     return bad("max_seq_len (" + std::to_string(a.max_seq_len) + ") exceeds max_blocks_per_seq * block_size");
   }
   if (!(a.scale == a.scale) || a.scale == INFINITY || a.scale == -INFINITY) { return bad("scale must be finite"); }
+  if (!(a.logit_softcap >= 0.f) || a.logit_softcap == INFINITY)
+  {
+    return bad("logit_softcap must be finite and >= 0 (0: off), got " + std::to_string(a.logit_softcap));
+  }
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if constexpr (is_fp8<KvT>)
   {
