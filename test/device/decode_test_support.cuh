@@ -28,14 +28,14 @@ struct DecodeShape {
   pagedattn::CacheLayout cache_layout = pagedattn::CacheLayout::vllm; ///< DecodeArguments::cache_layout and strides
   std::int64_t cache_block_stride = 0, cache_head_stride = 0, cache_token_stride = 0; ///< (gaps between hold NaN)
   float softcap = 0.f; ///< DecodeArguments::logit_softcap
-  bool sinks = false;  ///< attention sinks per head (sink_of): -inf (none), 0.5, 2 and 6 in turn
+  bool sinks = false;  ///< attention sinks per head (sink_of): -inf (none), 0.5, 2 and 4 in turn
   float scale = 0.f;   ///< DecodeArguments::scale when > 0 (large scores); else 1 / sqrt(head_size)
   float sink_base = 0.f; ///< added to every sink but -inf (a large one takes the whole softmax)
 
   /// The sink of head h when sinks is set.
   float sink_of(int h) const
   {
-    const float cycle[] = {-INFINITY, 0.5f, 2.f, 6.f};
+    const float cycle[] = {-INFINITY, 0.5f, 2.f, 4.f};
     return h % 4 == 0 ? cycle[0] : cycle[h % 4] + sink_base;
   }
 
