@@ -210,11 +210,27 @@ inline std::string check_tensor(const char* name, const TensorInfo& t, int dim, 
   return "";
 }
 
+/// An optional float32 vector of one value per query head (alibi_slopes, sinks): "" when undefined.
+inline std::string check_per_head_floats(const char* name, const TensorInfo& t, std::int64_t num_heads, int device)
+{
+  if (!t.defined) { return ""; }
+  std::string e = check_tensor(name, t, 1, device);
+  if (!e.empty()) { return e; }
+  if (t.dtype != DType::f32) { return std::string(name) + " must be float32, got " + dtype_name(t.dtype); }
+  if (t.size[0] != num_heads)
+  {
+    return std::string(name) + " has " + std::to_string(t.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads";
+  }
+  if (!contiguous(t)) { return std::string(name) + " must be contiguous"; }
+  return "";
+}
+
 } // namespace detail
 
 /// Every check that does not depend on the element type. Returns "" or a message naming the argument.
 inline std::string check(const VllmPagedAttentionArgs& v)
 {
+  using detail::check_per_head_floats;
   using detail::check_tensor;
   using detail::contiguous;
   using detail::shape_of;
@@ -314,22 +330,8 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   if (sl.size[0] != num_seqs) { return "seq_lens has " + std::to_string(sl.size[0]) + " entries, the query " + std::to_string(num_seqs) + " sequences"; }
   if (!contiguous(sl)) { return "seq_lens must be contiguous"; }
 
-  if (v.alibi_slopes.defined)
-  {
-    const TensorInfo& al = v.alibi_slopes;
-    if (!(e = check_tensor("alibi_slopes", al, 1, q.device)).empty()) { return e; }
-    if (al.dtype != DType::f32) { return std::string("alibi_slopes must be float32, got ") + dtype_name(al.dtype); }
-    if (al.size[0] != num_heads) { return "alibi_slopes has " + std::to_string(al.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads"; }
-    if (!contiguous(al)) { return "alibi_slopes must be contiguous"; }
-  }
-  if (v.sinks.defined)
-  {
-    const TensorInfo& sk = v.sinks;
-    if (!(e = check_tensor("sinks", sk, 1, q.device)).empty()) { return e; }
-    if (sk.dtype != DType::f32) { return std::string("sinks must be float32, got ") + dtype_name(sk.dtype); }
-    if (sk.size[0] != num_heads) { return "sinks has " + std::to_string(sk.size[0]) + " entries, the query " + std::to_string(num_heads) + " heads"; }
-    if (!contiguous(sk)) { return "sinks must be contiguous"; }
-  }
+  if (!(e = check_per_head_floats("alibi_slopes", v.alibi_slopes, num_heads, q.device)).empty()) { return e; }
+  if (!(e = check_per_head_floats("sinks", v.sinks, num_heads, q.device)).empty()) { return e; }
   if (!(v.logits_soft_cap >= 0.0) || !(static_cast<float>(v.logits_soft_cap) < INFINITY))
   {
     return "logits_soft_cap must be finite and >= 0 (as a float32; 0: off), got " + detail::number(v.logits_soft_cap);

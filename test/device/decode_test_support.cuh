@@ -348,6 +348,19 @@ cudaError_t decode_vllm(void* temp, std::size_t& bytes, const pagedattn::DecodeA
                                                  pagedattn::VllmCacheLayout>(temp, bytes, a, stream);
 }
 
+/// A batch for the decode variants on one more path: one token, a partition's worth, an empty sequence and
+/// several combine groups, 24/4 heads, logits of tens (scale 0.5) soft-capped at 1.5 (so that no output is
+/// tiny: see the sinks' note in decode_cases_each_type.cuh) and sinks -inf, 0.5, 2, 4; ALiBi when asked.
+inline DecodeShape variants_shape(int head_size, bool alibi)
+{
+  DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
+  s.softcap = 1.5f;
+  s.sinks = true;
+  s.scale = 0.5f;
+  s.alibi = alibi;
+  return s;
+}
+
 /// Run one shape and require the worst error under the dtype's tolerance; returns the error.
 /// HeadDims: the head sizes to instantiate (fewer compile faster; s.head_size must be one of them).
 template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class KvT = T, class HeadDims = pagedattn::SupportedHeadDims,

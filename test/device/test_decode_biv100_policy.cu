@@ -17,11 +17,7 @@ TEST_CASE("decode with the BI-V100 policy: logit soft-cap and attention sinks", 
   GPU_TEST_SEED(seed, 2800);
   for (int head_size : {96, 256})
   {
-    test::DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
-    s.softcap = 1.5f;
-    s.sinks = true;
-    s.scale = 0.5f;
-    s.alibi = head_size == 96;
+    const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 96);
     INFO("head " << head_size);
     test::check_decode<__half, BIV100>(s, seed + head_size);
   }

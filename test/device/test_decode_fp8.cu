@@ -124,11 +124,7 @@ TEST_CASE("decode fp8: logit soft-cap and attention sinks over e4m3", "[decode][
   GPU_TEST_SEED(seed, 2900);
   for (int head_size : {128, 256})
   {
-    test::DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
-    s.softcap = 1.5f;
-    s.sinks = true;
-    s.scale = 0.5f;
-    s.alibi = head_size == 128;
+    const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128);
     INFO("head " << head_size);
     test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size);
   }

@@ -162,10 +162,7 @@ TEST_CASE("decode layouts: logit soft-cap and attention sinks over hnd and nhd",
   GPU_TEST_SEED(seed, 2750);
   for (CacheLayout layout : {CacheLayout::hnd, CacheLayout::nhd})
   {
-    test::DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
-    s.softcap = 1.5f;
-    s.sinks = true;
-    s.scale = 0.5f;
+    test::DecodeShape s = test::variants_shape(256, /*alibi=*/false);
     set_layout(s, layout, 0);
     check<__half>(s, seed + int(layout));
   }
