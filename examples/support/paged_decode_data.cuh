@@ -139,15 +139,17 @@ inline std::vector<int> shuffled_block_ids(std::size_t count, int first_id, std:
 template <class T, class KvT = T>
 std::vector<double> reference_attention(const ProblemData& data, int seq, int head, int seq_len, float scale,
                                         double alibi_slope = 0, double k_scale = 1, double v_scale = 1, double softcap = 0,
-                                        double sink = -INFINITY)
+                                        double sink = -INFINITY, int window_left = -1)
 {
   using Traits = pagedattn::ElementTraits<T>;
   using KvTraits = pagedattn::ElementTraits<KvT>;
   const int D = data.head_size, kvh = head / (data.num_heads / data.num_kv_heads);
   std::vector<double> q(D);
   for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(data.query<T>((std::uint64_t(seq) * data.num_heads + head) * D + d)); }
-  std::vector<double> score(std::size_t(std::max(0, seq_len)));
-  for (int t = 0; t < seq_len; ++t)
+  // A sliding window: the tokens before seq_len - 1 - window_left are not seen (score -inf, weight 0).
+  const int first = window_left >= 0 ? std::max(0, seq_len - 1 - window_left) : 0;
+  std::vector<double> score(std::size_t(std::max(0, seq_len)), -INFINITY);
+  for (int t = first; t < seq_len; ++t)
   {
     double acc = 0;
     for (int d = 0; d < D; ++d) { acc += q[d] * (KvTraits::to_float(data.key<KvT>(seq, t, kvh, d)) * k_scale); }
@@ -158,7 +160,7 @@ std::vector<double> reference_attention(const ProblemData& data, int seq, int he
   if (seq_len <= 0) { return out; }
   const double m = std::max(sink, *std::max_element(score.begin(), score.end()));
   double sum = std::exp(sink - m);
-  for (int t = 0; t < seq_len; ++t)
+  for (int t = first; t < seq_len; ++t)
   {
     const double p = std::exp(score[t] - m);
     sum += p;

@@ -28,29 +28,32 @@ inline int host_tokens(const pagedattn::ScheduleModel& m, std::size_t segments, 
   return fixed_tokens > 0 ? fixed_tokens : pagedattn::choose_partition_tokens(m, max_seq_len, UniformItems{segments, max_seq_len});
 }
 
-/// lens: the sequences' lengths as the device reads them (any int); fixed_tokens > 0: the caller's size.
+/// lens: the sequences' lengths as the device reads them (any int); fixed_tokens > 0: the caller's size;
+/// window_left >= 0: a sliding window (each length planned over its window_span at block_size).
 inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq, int max_seq_len, long long table_tokens,
                              const pagedattn::ScheduleModel& m, const pagedattn::ScheduleCapacity& capacity, int fixed_tokens,
-                             int group_size)
+                             int group_size, int window_left = -1, int block_size = 16)
 {
   using namespace pagedattn;
   std::vector<bool> valid(lens.size());
+  std::vector<int> span(lens.size()); // what the plan lays out: 0 where invalid
   int longest = 0;
   for (std::size_t i = 0; i < lens.size(); ++i)
   {
     valid[i] = valid_seq_len(lens[i], max_seq_len, table_tokens);
-    if (valid[i] && lens[i] > longest) { longest = lens[i]; }
+    span[i] = valid[i] ? window_span(lens[i], window_left, block_size) : 0;
+    if (span[i] > longest) { longest = span[i]; }
   }
   auto items_at = [&](int t) {
     std::uint64_t n = 0;
-    for (std::size_t i = 0; i < lens.size(); ++i) { n += std::uint64_t(segments_per_seq) * items_of(valid[i] ? lens[i] : 0, t); }
+    for (std::size_t i = 0; i < lens.size(); ++i) { n += std::uint64_t(segments_per_seq) * items_of(span[i], t); }
     return n;
   };
   const std::size_t segments = lens.size() * std::size_t(segments_per_seq);
   const std::uint64_t budget = plan_item_budget(m, segments, capacity.items);
   // Every length max_seq_len: the host's own plan (AgentDecodePlan::UniformLaunch), whatever the budget.
   const bool uniform = std::all_of(lens.begin(), lens.end(), [&](int len) { return len == max_seq_len; });
-  int t = uniform ? host_tokens(m, segments, max_seq_len, fixed_tokens) : fixed_tokens;
+  int t = uniform ? host_tokens(m, segments, window_span(max_seq_len, window_left, block_size), fixed_tokens) : fixed_tokens;
   if (t == 0)
   {
     ScheduleChoice best = ScheduleChoice::none();
@@ -70,7 +73,7 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
   int first_group = 0;
   for (std::size_t i = 0; i < lens.size(); ++i)
   {
-    const SequenceSchedule s = schedule_sequence(lens[i], valid[i], t, group_size);
+    const SequenceSchedule s = schedule_sequence(span[i], valid[i], t, group_size);
     for (int offset = 0; offset < segments_per_seq * s.items_per_seg; ++offset)
     {
       plan.items.push_back(planned_item(int(i), segments_per_seq, s, offset, first_group, lens[i]));

@@ -68,7 +68,8 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     d_items.poison();
     d_strided.poison();
     pagedattn::DecodePlanParams params{d_lens.get(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
-                                       pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, {}};
+                                       pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, /*window_left=*/-1,
+                                       /*block_size=*/16, {}};
     params.uniform = pagedattn::uniform_layout_of(params, pagedattn::partition_group_size);
     plan_items_kernel<BlockThreads><<<2, BlockThreads>>>(params, d_launch.get(), d_items.get(), d_strided.get());
     CUDA_CHECK_LAUNCH();

@@ -37,14 +37,21 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   INFO("trial " << trial << ", " << BlockThreads << " threads, " << lens.size() << " sequences under " << max_seq_len);
   const ScheduleModel model{264, 64, trial % 6 == 5 ? 2048 : 4096};
   const std::size_t segments = lens.size() * segments_per_seq;
-  const int host = test::host_tokens(model, segments, max_seq_len, fixed); // as make_plan
-  const auto capacity = schedule_capacity(model, segments, max_seq_len, fixed, host, partition_group_size);
-  const auto expected = test::plan_on_host(lens, segments_per_seq, max_seq_len, max_seq_len, model, capacity, fixed, partition_group_size);
+  // A sliding window in every third trial (window_span: the plan lays out the window's blocks).
+  const int block_size = 8 << (trial % 3);
+  const int window_left = trial % 3 == 1 ? int(rng() % (max_seq_len + 2)) : -1;
+  INFO("window_left " << window_left << ", block_size " << block_size);
+  const int span_bound = window_span_bound(max_seq_len, window_left, block_size);
+  const int host = test::host_tokens(model, segments, window_span(max_seq_len, window_left, block_size), fixed); // as make_plan
+  const auto capacity = schedule_capacity(model, segments, span_bound, fixed, host, partition_group_size);
+  const auto expected = test::plan_on_host(lens, segments_per_seq, max_seq_len, max_seq_len, model, capacity, fixed, partition_group_size,
+                                           window_left, block_size);
 
   const PlannedItem poison{-7, -7, -7, -7, -7, {-7, -7, -7}};
   std::vector<PlannedItem> items(capacity.items, poison), strided(capacity.items, poison);
   PlannedLaunch launch{-1, -1, -1, -1};
-  DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, {}};
+  DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host,
+                          window_left, block_size, {}};
   params.uniform = pagedattn::uniform_layout_of(params, partition_group_size);
   using Plan = AgentDecodePlan<BlockThreads>;
   static typename Plan::TempStorage temp; // the block's static shared memory

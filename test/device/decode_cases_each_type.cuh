@@ -1,7 +1,7 @@
 #pragma once
 // GPU tests of DevicePagedAttention::Decode that every element type passes: every head size x block
 // size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions, the decode variants (logit
-// soft-cap, attention sinks). Included once per type by
+// soft-cap, attention sinks, sliding windows). Included once per type by
 // test_decode_fp16.cu, test_decode_bf16.cu and test_decode_fp32.cu, which define T and DTYPE first (one
 // translation unit per type: each type's kernels compile once, and the two CI cores build them in parallel).
 #include "device/decode_test_support.cuh"
@@ -104,5 +104,48 @@ TEST_CASE("decode " DTYPE ": a sink that takes the whole softmax gives exactly 0
       if (h % 4 == 0) { REQUIRE(test::bitwise_equal(std::vector<T>{out[i]}, std::vector<T>{plain_out[i]})); }
       else { REQUIRE(float(pagedattn::ElementTraits<T>::to_float(out[i])) == 0.f); }
     }
+  }
+}
+
+TEST_CASE("decode " DTYPE ": sliding windows, alone and with the other variants, against fp64", "[decode][gpu][" DTYPE "][variants][window]")
+{
+  GPU_TEST_SEED(seed, 3100);
+  // Windows that cut through cache blocks and partitions (fixed partitions of 32 and 96 tokens too), longer
+  // than every sequence, 0 (the token itself), at every block size; ALiBi, soft-cap and sinks on top; a
+  // loose max_seq_len (the persistent grid). The table entries of the blocks wholly before a window are
+  // invalid ids: reading one would give NaN and an error count (check_decode requires none).
+  int combo = 0;
+  for (const int window_left : {0, 1, 37, 100, 1000, 4095, 20000})
+  {
+    for (int block_size : {8, 16, 32})
+    {
+      ++combo;
+      const int head_size = combo % 3 == 0 ? 256 : combo % 3 == 1 ? 128 : 80;
+      test::DecodeShape s{{1, 17, 1000, 0, 5003, 4096}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size, block_size};
+      s.window_left = window_left;
+      s.alibi = combo % 2 == 0;
+      s.softcap = combo % 4 == 1 ? 30.f : 0.f;
+      s.sinks = combo % 5 == 2;
+      s.max_seq_len_override = combo % 3 == 0 ? 20000 : -1;
+      s.partition_tokens = combo % 4 == 3 ? 32 : combo % 4 == 2 ? 96 : 0;
+      INFO("window_left " << window_left << " block " << block_size << " head " << head_size << " alibi " << s.alibi << " softcap "
+                          << s.softcap << " sinks " << s.sinks << " max_seq_len " << s.max_seq_len_override << " partition_tokens "
+                          << s.partition_tokens);
+      test::check_decode<T>(s, seed + combo);
+    }
+  }
+}
+
+TEST_CASE("decode " DTYPE ": a window as long as the sequence gives the plain bits", "[decode][gpu][" DTYPE "][variants][window]")
+{
+  GPU_TEST_SEED(seed, 3200);
+  test::DecodeShape s{{3000, 1, 40, 0}, /*num_heads=*/8, /*num_kv_heads=*/2, /*head_size=*/128};
+  const auto plain_out = test::DeviceDecode<T>(s, seed).run();
+  for (const int window_left : {2999, 3000, 1 << 30})
+  {
+    test::DecodeShape windowed = s;
+    windowed.window_left = window_left;
+    INFO("window_left " << window_left);
+    REQUIRE(test::bitwise_equal(test::DeviceDecode<T>(windowed, seed).run(), plain_out));
   }
 }

@@ -31,6 +31,8 @@ struct DecodeShape {
   bool sinks = false;  ///< attention sinks per head (sink_of): -inf (none), 0.5, 2 and 4 in turn
   float scale = 0.f;   ///< DecodeArguments::scale when > 0 (large scores); else 1 / sqrt(head_size)
   float sink_base = 0.f; ///< added to every sink but -inf (a large one takes the whole softmax)
+  int window_left = -1;  ///< DecodeArguments::window_left; the table entries of the blocks wholly before a window
+                         ///< are invalid ids (-1, INT_MAX in turn) whose reading would show (NaN, error_count)
 
   /// The sink of head h when sinks is set.
   float sink_of(int h) const
@@ -140,7 +142,13 @@ struct DeviceDecode {
     std::size_t next = 0;
     for (int q = 0; q < p.num_seqs; ++q)
     {
-      for (int b = 0; b < s.blocks_of(q); ++b) { p.block_tables[std::size_t(q) * p.max_blocks_per_seq + b] = ids[next++]; }
+      const int first_visible = pagedattn::window_first_visible(s.seq_lens[q], s.window_left);
+      for (int b = 0; b < s.blocks_of(q); ++b)
+      {
+        const bool before_window = (b + 1) * s.block_size <= first_visible; // never to be read
+        p.block_tables[std::size_t(q) * p.max_blocks_per_seq + b] = before_window ? (b % 2 ? -1 : INT_MAX) : ids[next];
+        ++next;
+      }
     }
     p.query.resize(std::size_t(p.num_seqs) * s.num_heads * s.head_size);
     for (std::size_t i = 0; i < p.query.size(); ++i) { p.query[i] = p.data.template query<T>(i); }
@@ -186,7 +194,9 @@ struct DeviceDecode {
             }
           }
         }
-        const std::size_t offset = std::size_t(prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b]) * block_elements;
+        const int id = prob.block_tables[std::size_t(q) * prob.max_blocks_per_seq + b];
+        if (id < 0 || id >= prob.num_blocks) { continue; } // a block before the window (DecodeShape::window_left)
+        const std::size_t offset = std::size_t(id) * block_elements;
         CUDA_CHECK(cudaMemcpy(d_key + offset, key_block.data(), block_elements * sizeof(KvT), cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(d_value + offset, value_block.data(), block_elements * sizeof(KvT), cudaMemcpyHostToDevice));
       }
@@ -215,6 +225,7 @@ struct DeviceDecode {
     a.alibi_slopes = s.alibi ? alibi.get() : nullptr;
     a.logit_softcap = s.softcap;
     a.sinks = s.sinks ? sinks.get() : nullptr;
+    a.window_left = s.window_left;
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
     s.template layout<KvT>().describe(a);
@@ -252,7 +263,7 @@ struct DeviceDecode {
     const int kv_head = h / (s.num_heads / s.num_kv_heads);
     return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0,
                                                      k_scale_of(kv_head), v_scale_of(kv_head), s.softcap,
-                                                     s.sinks ? s.sink_of(h) : -INFINITY);
+                                                     s.sinks ? s.sink_of(h) : -INFINITY, s.window_left);
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
@@ -350,14 +361,16 @@ cudaError_t decode_vllm(void* temp, std::size_t& bytes, const pagedattn::DecodeA
 
 /// A batch for the decode variants on one more path: one token, a partition's worth, an empty sequence and
 /// several combine groups, 24/4 heads, logits of tens (scale 0.5) soft-capped at 1.5 (so that no output is
-/// tiny: see the sinks' note in decode_cases_each_type.cuh) and sinks -inf, 0.5, 2, 4; ALiBi when asked.
-inline DecodeShape variants_shape(int head_size, bool alibi)
+/// tiny: see the sinks' note in decode_cases_each_type.cuh) and sinks -inf, 0.5, 2, 4; ALiBi when asked;
+/// a sliding window of window_left + 1 positions (one that cuts through the blocks of 16 tokens) when >= 0.
+inline DecodeShape variants_shape(int head_size, bool alibi, int window_left = -1)
 {
   DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
   s.softcap = 1.5f;
   s.sinks = true;
   s.scale = 0.5f;
   s.alibi = alibi;
+  s.window_left = window_left;
   return s;
 }
 

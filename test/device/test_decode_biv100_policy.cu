@@ -12,13 +12,16 @@ TEST_CASE("decode with the BI-V100 policy: fp16 matrix", "[decode][gpu][biv100]"
   test::run_matrix<__half, BIV100>(seed);
 }
 
-TEST_CASE("decode with the BI-V100 policy: logit soft-cap and attention sinks", "[decode][gpu][biv100][variants]")
+TEST_CASE("decode with the BI-V100 policy: logit soft-cap, attention sinks and sliding windows", "[decode][gpu][biv100][variants]")
 {
   GPU_TEST_SEED(seed, 2800);
   for (int head_size : {96, 256})
   {
-    const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 96);
-    INFO("head " << head_size);
-    test::check_decode<__half, BIV100>(s, seed + head_size);
+    for (const int window_left : {-1, 300})
+    {
+      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 96, window_left);
+      INFO("head " << head_size << " window_left " << window_left);
+      test::check_decode<__half, BIV100>(s, seed + head_size + window_left);
+    }
   }
 }

@@ -157,14 +157,18 @@ TEST_CASE("decode layouts: Qwen3.6 shapes over hnd and nhd, a long sequence, a s
   }
 }
 
-TEST_CASE("decode layouts: logit soft-cap and attention sinks over hnd and nhd", "[decode][gpu][layouts][variants]")
+TEST_CASE("decode layouts: logit soft-cap, attention sinks and sliding windows over hnd and nhd", "[decode][gpu][layouts][variants]")
 {
   GPU_TEST_SEED(seed, 2750);
   for (CacheLayout layout : {CacheLayout::hnd, CacheLayout::nhd})
   {
-    test::DecodeShape s = test::variants_shape(256, /*alibi=*/false);
-    set_layout(s, layout, 0);
-    check<__half>(s, seed + int(layout));
+    for (const int window_left : {-1, 300})
+    {
+      test::DecodeShape s = test::variants_shape(256, /*alibi=*/false, window_left);
+      set_layout(s, layout, 0);
+      INFO("window_left " << window_left);
+      check<__half>(s, seed + int(layout) + window_left);
+    }
   }
 }
 

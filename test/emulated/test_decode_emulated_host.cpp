@@ -47,6 +47,8 @@ struct Shape {
   CacheLayout layout = CacheLayout::vllm; ///< the caches' layout (packed)
   float softcap = 0.f;                    ///< DecodeArguments::logit_softcap
   bool sinks = false;                     ///< attention sinks per head: -inf, 0.5, 3, 1e4 in turn
+  int window_left = -1;                   ///< DecodeArguments::window_left; blocks wholly before a window get
+                                          ///< the table entry -1 (reading one gives NaN and an error count)
 };
 
 struct Problem {
@@ -80,8 +82,14 @@ struct Problem {
     int next = 0;
     for (int q = 0; q < num_seqs; ++q)
     {
-      for (int b = 0; b < (s.seq_lens[q] + s.block_size - 1) / s.block_size; ++b) { block_tables[std::size_t(q) * max_blocks_per_seq + b] = ids[next++]; }
-      for (int t = 0; t < s.seq_lens[q]; ++t)
+      const int first_visible = window_first_visible(s.seq_lens[q], s.window_left);
+      for (int b = 0; b < (s.seq_lens[q] + s.block_size - 1) / s.block_size; ++b)
+      {
+        const bool before_window = (b + 1) * s.block_size <= first_visible;
+        block_tables[std::size_t(q) * max_blocks_per_seq + b] = before_window ? -1 : ids[next];
+        ++next;
+      }
+      for (int t = first_visible / s.block_size * s.block_size; t < s.seq_lens[q]; ++t)
       {
         for (int h = 0; h < s.num_kv_heads; ++h)
         {
@@ -132,8 +140,9 @@ struct Problem {
     const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q];
     std::vector<double> out(D, 0.0);
     if (len <= 0) { return out; }
-    std::vector<double> score(len);
-    for (int t = 0; t < len; ++t)
+    const int first = window_first_visible(len, shape.window_left);
+    std::vector<double> score(len, -INFINITY);
+    for (int t = first; t < len; ++t)
     {
       double acc = 0;
       for (int d = 0; d < D; ++d) { acc += double(query[(std::size_t(q) * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
@@ -143,7 +152,7 @@ struct Problem {
     const double sink = sinks.empty() ? -INFINITY : double(sinks[head]);
     const double m = std::max(sink, *std::max_element(score.begin(), score.end()));
     double sum = std::exp(sink - m);
-    for (int t = 0; t < len; ++t)
+    for (int t = first; t < len; ++t)
     {
       const double p = std::exp(score[t] - m);
       sum += p;
@@ -220,6 +229,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.cache_layout = s.layout;
   a.logit_softcap = s.softcap;
   a.sinks = prob.sinks.empty() ? nullptr : prob.sinks.data();
+  a.window_left = s.window_left;
   a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
   a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
   a.scale_head_stride = in.scale_head_stride;
@@ -470,6 +480,36 @@ TEST_CASE("decode, emulated on the host: logit soft-cap and attention sinks vs f
     const RunResult without = run_emulated<EmulatedPolicy>(none, 4, 2);
     REQUIRE(std::memcmp(with_minus_inf.output.data(), without.output.data(), without.output.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before the window never read",
+          "[decode][emulated][host][variants][window]")
+{
+  // Windows through cache blocks and partitions (32 tokens), longer than the sequences, 0; the table entries
+  // of the blocks wholly before a window are -1 (a read would give NaN and an error count); ALiBi, soft-cap
+  // and sinks on top; the persistent and the plain launch; HND token rows.
+  const int window_left = GENERATE(0, 5, 40, 299, 5000);
+  const int block_size = GENERATE(8, 32);
+  Shape shape{{37, 0, 300, 1000, 1}};
+  shape.block_size = block_size;
+  shape.window_left = window_left;
+  shape.alibi = window_left % 2 == 1;
+  shape.softcap = window_left == 40 ? 5.f : 0.f;
+  shape.sinks = window_left == 299;
+  INFO("window_left " << window_left << ", block_size " << block_size);
+  const Problem prob(shape, 23);
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
+  REQUIRE(r.errors == 0u);
+  REQUIRE(relative_error(prob, r.output) < 1e-4);
+  const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
+  REQUIRE(plain.errors == 0u);
+  REQUIRE(relative_error(prob, plain.output) < 1e-4);
+  Shape rows = shape;
+  rows.layout = CacheLayout::hnd;
+  const Problem rows_prob(rows, 23);
+  const RunResult r_rows = run_emulated<EmulatedPolicy>(rows_prob, 4, 2);
+  REQUIRE(r_rows.errors == 0u);
+  REQUIRE(relative_error(rows_prob, r_rows.output) < 1e-4);
 }
 
 TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",

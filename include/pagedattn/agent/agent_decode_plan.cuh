@@ -229,7 +229,7 @@ public:
     }
     // The thread whose sequence's run of items holds the offset (exactly one) names it.
     const int offset_in_chunk = static_cast<int>(index - static_cast<unsigned long long>(state_.first_item));
-    const SequenceSchedule held = schedule_sequence(held_len_, valid(held_len_), tokens_, partition_group_size);
+    const SequenceSchedule held = schedule_of(held_len_, tokens_);
     const int held_own = p_.segments_per_seq * held.items_per_seg;
     if (static_cast<int>(threadIdx.x) < state_.count && held_items_ > offset_in_chunk && held_items_ - held_own <= offset_in_chunk)
     {
@@ -240,7 +240,7 @@ public:
     }
     __syncthreads();
     const int seq = state_.base + state_.found[0], len = state_.found[1], scan_items = state_.found[2], scan_groups = state_.found[3];
-    const SequenceSchedule s = schedule_sequence(len, valid(len), tokens_, partition_group_size);
+    const SequenceSchedule s = schedule_of(len, tokens_);
     const int own_items = p_.segments_per_seq * s.items_per_seg;
     const int offset = offset_in_chunk - (scan_items - own_items);
     const long long group0 = state_.first_group + scan_groups - p_.segments_per_seq * s.groups_per_seg;
@@ -257,8 +257,14 @@ private:
   PAGEDATTN_DEVICE static int max_int(int a, int b) { return a > b ? a : b; }
   PAGEDATTN_DEVICE static int min_int(int a, int b) { return a < b ? a : b; }
   PAGEDATTN_DEVICE bool valid(int len) const { return valid_seq_len(len, p_.max_seq_len, p_.table_tokens); }
-  /// The length the model counts: the sequence's, 0 where it is invalid (one item all the same).
-  PAGEDATTN_DEVICE int valid_len(int len) const { return valid(len) ? len : 0; }
+  /// The length the model counts: the sequence's (its window's span, window_span), 0 where it is invalid
+  /// (one item all the same).
+  PAGEDATTN_DEVICE int valid_len(int len) const { return valid(len) ? window_span(len, p_.window_left, p_.block_size) : 0; }
+  /// One sequence's share of the plan with partitions of t tokens.
+  PAGEDATTN_DEVICE SequenceSchedule schedule_of(int len, int t) const
+  {
+    return schedule_sequence(valid_len(len), valid(len), t, partition_group_size);
+  }
 
   /// Items of the whole launch with partitions of t tokens (when the choice did not count them).
   PAGEDATTN_DEVICE unsigned long long TotalItems(int t)
@@ -294,7 +300,7 @@ private:
     if (static_cast<int>(threadIdx.x) < n)
     {
       held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
-      const SequenceSchedule s = schedule_sequence(held_len_, valid(held_len_), tokens_, partition_group_size);
+      const SequenceSchedule s = schedule_of(held_len_, tokens_);
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;
     }

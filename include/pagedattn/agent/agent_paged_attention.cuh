@@ -179,7 +179,8 @@ private:
   }
 
   /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by
-  /// runtime values: worked out while the block waits for a load where it can).
+  /// runtime values: worked out while the block waits for a load where it can). Under a sliding window the
+  /// partitions start at the window's fold start (window_fold_start; an invalid length has none).
   struct ItemPlace {
     int seq, kv_head, first_head, heads, first_token;
   };
@@ -189,8 +190,9 @@ private:
     const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
     const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
     const int head_part = k - kv_head * p_.head_parts;
+    const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.window_left, p_.block_size) : 0;
     return {seq, kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
-            detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), item.partition * partition_tokens};
+            detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), fold_start + item.partition * partition_tokens};
   }
 
   /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
@@ -315,7 +317,8 @@ private:
     }
 
     // ---- fold this partition's tokens into the block's partial ---------------------------------------------
-    const PartitionWork work{seq, kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len)};
+    const PartitionWork work{seq,         kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len),
+                             window_first_visible(seq_len, p_.window_left)};
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine

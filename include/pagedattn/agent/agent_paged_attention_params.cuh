@@ -36,6 +36,7 @@ struct PagedAttentionParams {
   const float* alibi_slopes; ///< [num_heads] or null
   float logit_softcap;       ///< > 0: logits soft-capped (soft_capped_logit); 0: off
   const float* sinks;        ///< [num_heads] or null: attention sinks (fold_sink)
+  int window_left;           ///< >= 0: a sliding window (window_first_visible); -1: off
   T* output;
   std::int64_t output_seq_stride, output_head_stride;
   unsigned* error_count; ///< optional
@@ -84,11 +85,13 @@ PAGEDATTN_DEVICE float cache_value_scale(const PagedAttentionParams<T, KvT>& p, 
 }
 
 /// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the
-/// query heads first_head .. first_head + heads - 1 of KV head kv_head.
+/// query heads first_head .. first_head + heads - 1 of KV head kv_head. Tokens before first_visible (a
+/// sliding window's first position; at most one cache block's) are read and masked.
 struct PartitionWork {
   int seq, kv_head, first_head, heads;
   int seq_len;
   int first_token, end_token; ///< first_token < end_token <= seq_len
+  int first_visible;          ///< < end_token, and < first_token + block_size
 };
 
 } // namespace pagedattn

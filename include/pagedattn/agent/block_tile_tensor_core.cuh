@@ -117,7 +117,7 @@ public:
     exp_sum_ = 0.f;
   }
 
-  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token masked) held in
+  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token or < first_visible masked) held in
   /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
   /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
@@ -126,7 +126,7 @@ public:
   /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
   template <bool PartialTile>
-  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
+  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int first_visible, int seq_len)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
@@ -208,12 +208,13 @@ public:
       const int token = token0 + t0 + e;
       float v = score[e];
       if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, seq_len); }
-      score[e] = token < end_token ? v : -INFINITY;
+      // Live: [first_visible, end_token) (first_visible: a sliding window's first position, else 0), one compare.
+      score[e] = static_cast<unsigned>(token - first_visible) < static_cast<unsigned>(end_token - first_visible) ? v : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }
 #pragma unroll
     for (int mask = 1; mask < lanes_per_head; mask *= 2) { tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, mask)); }
-    float tile_sum = 0.f; // tile_max is finite: token0 is live
+    float tile_sum = 0.f; // tile_max is finite: the tile holds a visible token
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {

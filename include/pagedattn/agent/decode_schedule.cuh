@@ -154,6 +154,41 @@ PAGEDATTN_HOST_DEVICE bool valid_seq_len(int seq_len, int max_seq_len, long long
   return seq_len >= 0 && seq_len <= max_seq_len && static_cast<long long>(seq_len) <= table_tokens;
 }
 
+// ---- sliding windows ---------------------------------------------------------------------------------------
+//
+// With a window (DecodeArguments::window_left = w >= 0) the new token of a sequence of n tokens sees
+// positions [n - 1 - w, n) only. The plan lays out the partitions of [s0, n), s0 that first position
+// rounded down to a cache block, so that no block wholly before the window is read, and every partition
+// starts at a block boundary (the folds' tiles need no more); the folds mask the s0 .. first visible
+// tokens. Lengths of equal value keep equal spans (the uniform plan stays valid), and the spans of
+// lengths up to L are at most min(L, w + block_size): the host's bound.
+
+/// The first position the new token of a sequence of seq_len tokens sees (0 without a window: w < 0).
+PAGEDATTN_HOST_DEVICE int window_first_visible(int seq_len, int window_left)
+{
+  return window_left >= 0 && seq_len - 1 - window_left > 0 ? seq_len - 1 - window_left : 0;
+}
+
+/// The first token the decode folds of such a sequence: window_first_visible rounded down to the cache
+/// block (block_size > 0).
+PAGEDATTN_HOST_DEVICE int window_fold_start(int seq_len, int window_left, int block_size)
+{
+  return window_first_visible(seq_len, window_left) / block_size * block_size;
+}
+
+/// The tokens the plan lays out for a sequence of seq_len tokens (seq_len itself without a window).
+PAGEDATTN_HOST_DEVICE int window_span(int seq_len, int window_left, int block_size)
+{
+  return seq_len - window_fold_start(seq_len, window_left, block_size);
+}
+
+/// The longest span of any length in [0, max_seq_len]: the host's bound for the storage and the grid.
+PAGEDATTN_HOST_DEVICE int window_span_bound(int max_seq_len, int window_left, int block_size)
+{
+  if (window_left < 0 || max_seq_len - window_left <= block_size) { return max_seq_len; }
+  return window_left + block_size; // (w + 1 + (block_size - 1): the window and its first block's head)
+}
+
 /// Combine groups of a segment of P partitions: none when one partition writes its output directly.
 PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
 {
@@ -166,7 +201,8 @@ struct alignas(32) PlannedItem {
   int partition;      ///< 0 .. num_partitions - 1 (0 for an empty or invalid sequence)
   int num_partitions; ///< the segment's partitions; 0: empty sequence (zeros), -1: invalid length (NaN)
   int first_group;    ///< the segment's first combine group slot
-  int seq_len;        ///< the sequence's length as the plan read it (the decode folds this)
+  int seq_len;        ///< the sequence's length as the plan read it (the decode folds up to it; its partitions
+                      ///< cover window_span of it)
   int reserved[3];
 };
 
@@ -201,6 +237,8 @@ struct DecodePlanParams {
   unsigned long long item_budget;    ///< the most items the model may choose (plan_item_budget)
   int fixed_tokens;                 ///< > 0: the caller's partition size
   int host_tokens;                  ///< the host's choice at max_seq_len: the plan of a batch whose every length is max_seq_len
+  int window_left;                  ///< < 0: no window; else the plan lays out window_span of each length
+  int block_size;                   ///< (the window's alignment)
   UniformLayout uniform;            ///< that plan's layout: uniform_layout_of(*this, partition_group_size)
 };
 
@@ -267,9 +305,10 @@ PAGEDATTN_HOST_DEVICE SequenceSchedule schedule_sequence(int seq_len, bool valid
 PAGEDATTN_HOST_DEVICE UniformLayout uniform_layout_of(const DecodePlanParams& p, int group_size)
 {
   const int t = p.fixed_tokens > 0 ? p.fixed_tokens : p.host_tokens;
-  const int per_seg = items_of(p.max_seq_len, t);
+  const int span = window_span(p.max_seq_len, p.window_left, p.block_size);
+  const int per_seg = items_of(span, t);
   const int per_seq = p.segments_per_seq * per_seg;
-  return {t, partitions_of(p.max_seq_len, t), per_seg, groups_of(partitions_of(p.max_seq_len, t), group_size),
+  return {t, partitions_of(span, t), per_seg, groups_of(partitions_of(span, t), group_size),
           per_seq, PartitionDivisor::of(per_seq > 0 ? per_seq : 1), PartitionDivisor::of(per_seg)};
 }
 

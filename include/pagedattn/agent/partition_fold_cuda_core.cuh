@@ -56,7 +56,7 @@ public:
         if (arch::lane_id() == 0) { temp.invalid = 1; }
         continue; // never dereference it
       }
-      warp_tile.Consume(WarpTileContext{work.kv_head, work.first_head, work.heads, work.seq_len, token0, work.end_token, block_id});
+      warp_tile.Consume(WarpTileContext{work.kv_head, work.first_head, work.heads, work.seq_len, token0, work.end_token, work.first_visible, block_id});
     }
     __syncthreads(); // every warp is done with phase.loop before phase.reduce reuses it
 

@@ -195,9 +195,9 @@ public:
       {
         // Visible to the tile's PV product after the barriers inside Consume.
         if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
-        tile.template Consume<true>(folded, token0, work.end_token, work.seq_len);
+        tile.template Consume<true>(folded, token0, work.end_token, work.first_visible, work.seq_len);
       }
-      else { tile.template Consume<false>(folded, token0, work.end_token, work.seq_len); }
+      else { tile.template Consume<false>(folded, token0, work.end_token, work.first_visible, work.seq_len); }
     }
     if constexpr (bulk_copies)
     {

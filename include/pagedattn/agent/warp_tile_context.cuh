@@ -14,6 +14,7 @@ struct WarpTileContext {
   int seq_len;
   int token0;        ///< first token of the tile (live: token0 < end_token)
   int end_token;     ///< end of the partition's valid tokens
+  int first_visible; ///< a sliding window's first position (PartitionWork::first_visible): earlier tokens are masked
   int lane_block_id; ///< cache block of token token0 + lane, checked to lie in [0, num_blocks) when live
 };
 

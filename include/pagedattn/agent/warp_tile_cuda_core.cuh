@@ -75,6 +75,8 @@ public:
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int pos = c.token0 + lane;
     const bool live = pos < c.end_token;
+    // In the softmax: a sliding window masks the tokens before first_visible too (one compare for both ends).
+    const bool visible = static_cast<unsigned>(pos - c.first_visible) < static_cast<unsigned>(c.end_token - c.first_visible);
     const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
     // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
     const std::int64_t key_token_stride = TokenRows ? p_.cache_token_stride : x;
@@ -118,14 +120,14 @@ public:
       if (g < c.heads)
       {
         float s = -INFINITY;
-        if (live)
+        if (visible)
         {
           s = score[g];
           if (p_.logit_softcap > 0.f) { s = soft_capped_logit(s, p_.logit_softcap); } // uniform
           if (p_.alibi_slopes) { s = alibi_logit(s, p_.alibi_slopes[c.first_head + g], pos, c.seq_len); }
         }
-        const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: lane 0's token is live
-        const float e = live ? expf(s - tile_max) : 0.f;
+        const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: the tile holds a visible token
+        const float e = visible ? expf(s - tile_max) : 0.f;
         const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
         if constexpr (is_fp8<KvT>) { loop_.weights[warp][g][lane] = beta * e * value_scale_; } // (the exp sum stays unscaled)
         else { loop_.weights[warp][g][lane] = beta * e; }

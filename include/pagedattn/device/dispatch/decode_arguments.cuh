@@ -62,6 +62,9 @@ struct DecodeArguments {
   const float* sinks = nullptr;        ///< [num_heads] or null: attention sinks (gpt-oss), one logit per query head that
                                        ///< joins the softmax's denominator and adds no value: out = sum_t e^s_t v_t / (sum_t e^s_t + e^sink);
                                        ///< -inf: no sink for that head; NaN: a NaN output for that head
+  int window_left = -1;                ///< >= 0: a sliding window, the new token sees the last window_left + 1 positions
+                                       ///< [seq_len - 1 - window_left, seq_len) (0: itself only); cache blocks wholly
+                                       ///< before them are never read, nor their block table entries; -1: off
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at

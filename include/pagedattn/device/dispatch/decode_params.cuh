@@ -40,6 +40,7 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT>& a, const
   p.alibi_slopes = a.alibi_slopes;
   p.logit_softcap = a.logit_softcap;
   p.sinks = a.sinks;
+  p.window_left = a.window_left;
   p.output = a.output;
   p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
@@ -56,6 +57,8 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT>& a, const
                              plan_item_budget(plan.model, plan.num_segments, plan.capacity.items),
                              a.partition_tokens,
                              plan.host_tokens,
+                             a.window_left,
+                             a.block_size,
                              {}};
   p.plan.uniform = uniform_layout_of(p.plan, partition_group_size);
   p.by_segments_per_seq = PartitionDivisor::of(plan.segments_per_seq);

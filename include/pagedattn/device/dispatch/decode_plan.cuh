@@ -144,6 +144,7 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT>& a)
   {
     return bad("logit_softcap must be finite and >= 0 (0: off), got " + std::to_string(a.logit_softcap));
   }
+  if (a.window_left < -1) { return bad("window_left must be >= -1 (-1: no window), got " + std::to_string(a.window_left)); }
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if constexpr (is_fp8<KvT>)
   {
@@ -227,8 +228,9 @@ template <class Policy, class T, class KvT>
 int choose_partition_tokens(const DecodeArguments<T, KvT>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const UniformBatchItems items{num_segments > 0 ? num_segments : 1, a.max_seq_len};
-  return choose_partition_tokens(schedule_model<Policy>(a, sm_count), a.max_seq_len, items);
+  const int span = window_span(a.max_seq_len, a.window_left, a.block_size); // (max_seq_len without a window)
+  const UniformBatchItems items{num_segments > 0 ? num_segments : 1, span};
+  return choose_partition_tokens(schedule_model<Policy>(a, sm_count), span, items);
 }
 
 
@@ -265,14 +267,16 @@ DecodePlan make_plan(const DecodeArguments<T, KvT>& a, int sm_count)
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * plan.segments_per_seq;
   plan.model = schedule_model<Policy>(a, sm_count);
   plan.host_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
-  plan.capacity = schedule_capacity(plan.model, plan.num_segments, a.max_seq_len, a.partition_tokens, plan.host_tokens, partition_group_size);
+  // Any length under the bound is planned over at most span_bound tokens (max_seq_len without a window).
+  const int span_bound = window_span_bound(a.max_seq_len, a.window_left, a.block_size);
+  plan.capacity = schedule_capacity(plan.model, plan.num_segments, span_bound, a.partition_tokens, plan.host_tokens, partition_group_size);
   plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
   plan.temp_bytes = plan.layout.total_bytes;
-  // A segment's partitions: at most those of max_seq_len at the smallest size the device may choose, and
+  // A segment's partitions: at most those of the span bound at the smallest size the device may choose, and
   // at most what the storage leaves it when every other segment has one item.
   const int smallest = a.partition_tokens > 0 ? a.partition_tokens : min_auto_partition_tokens;
   const std::size_t by_storage = (plan.capacity.items - plan.num_segments) / static_cast<std::size_t>(plan.segments_per_seq) + 1;
-  const std::size_t by_length = static_cast<std::size_t>(partitions_of(a.max_seq_len, smallest));
+  const std::size_t by_length = static_cast<std::size_t>(partitions_of(span_bound, smallest));
   plan.max_partitions_bound = static_cast<int>(by_length < by_storage ? by_length : by_storage);
   plan.grid = 0;
   plan.persistent = false;
