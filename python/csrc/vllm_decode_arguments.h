@@ -93,6 +93,7 @@ struct VllmPagedAttentionArgs {
   TensorInfo out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes;
   TensorInfo sinks;             ///< pagedattn.decode only: float32 [num_heads] attention sinks, or undefined
   double logits_soft_cap = 0.0; ///< pagedattn.decode only: DecodeArguments::logit_softcap (0: off)
+  std::int64_t window_left = -1; ///< pagedattn.decode only: DecodeArguments::window_left (-1: off)
   std::int64_t num_kv_heads = 0;
   double scale = 0;
   std::int64_t block_size = 0;
@@ -336,6 +337,10 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   {
     return "logits_soft_cap must be finite and >= 0 (as a float32; 0: off), got " + detail::number(v.logits_soft_cap);
   }
+  if (v.window_left < -1 || v.window_left > std::int64_t(INT_MAX))
+  {
+    return "window_left must be -1 (no window) or in [0, 2^31 - 1], got " + std::to_string(v.window_left);
+  }
   if (!detail::fits_int(v.max_seq_len)) { return "max_seq_len must be in [0, 2^31 - 1], got " + std::to_string(v.max_seq_len); }
   if (v.block_size < 1 || !detail::fits_int(v.block_size)) { return "block_size must be positive, got " + std::to_string(v.block_size); }
   if (v.max_seq_len > bt.size[1] * v.block_size)
@@ -413,6 +418,7 @@ std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::Deco
   a.alibi_slopes = v.alibi_slopes.defined ? static_cast<const float*>(v.alibi_slopes.data) : nullptr;
   a.logit_softcap = static_cast<float>(v.logits_soft_cap);
   a.sinks = v.sinks.defined ? static_cast<const float*>(v.sinks.data) : nullptr;
+  a.window_left = static_cast<int>(v.window_left);
   return "";
 }
 

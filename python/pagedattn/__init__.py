@@ -35,6 +35,7 @@ def decode(
     alibi_slopes: Optional[torch.Tensor] = None,
     logits_soft_cap: float = 0.0,
     sinks: Optional[torch.Tensor] = None,
+    window_left: int = -1,
     out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Decode attention of one new token per sequence over its cached keys and values.
@@ -49,7 +50,8 @@ def decode(
     the host. alibi_slopes: float32 [num_heads] or None. logits_soft_cap: > 0 soft-caps each logit (scale
     q.k) to logits_soft_cap * tanh(logit / logits_soft_cap) before ALiBi and the softmax (Gemma 2); 0: off.
     sinks: float32 [num_heads] attention sinks (gpt-oss: a logit per head that joins the softmax's
-    denominator, with no value) or None. out: written in place and returned (a new tensor like query when
+    denominator, with no value) or None. window_left: >= 0 a sliding window, the token sees the last
+    window_left + 1 positions of its sequence (cache blocks wholly before them are never read); -1: off. out: written in place and returned (a new tensor like query when
     None). Raises ValueError naming the argument on bad input.
     """
     if max_seq_len is None:
@@ -63,5 +65,5 @@ def decode(
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     call(_C.decode_eager, _decode_op, (out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
-                                       alibi_slopes, float(logits_soft_cap), sinks))
+                                       alibi_slopes, float(logits_soft_cap), sinks, int(window_left)))
     return out

@@ -73,10 +73,11 @@ class Problem:
             return cache.float()
         return cache.view(self.fp8_dtype).float().double() * cache_scale
 
-    def reference(self, lens=None, query=None, k_scale=None, v_scale=None, logits_soft_cap=0.0, sinks=None):
+    def reference(self, lens=None, query=None, k_scale=None, v_scale=None, logits_soft_cap=0.0, sinks=None, window_left=-1):
         """[num_seqs, num_heads, head_size]: the blocks gathered, a softmax in float32 (float64 for fp8
         caches, dequantized with k_scale and v_scale, by default the problem's); logits soft-capped
-        (logits_soft_cap > 0) and sinks (float32 [num_heads]) in the denominator as pagedattn.decode takes them."""
+        (logits_soft_cap > 0), sinks (float32 [num_heads]) in the denominator and a sliding window (window_left
+        >= 0: the last window_left + 1 positions) as pagedattn.decode takes them."""
         lens = self.lens if lens is None else lens
         query = self.query if query is None else query
         key = self.dequantized(self.key_cache, self.k_scale if k_scale is None else k_scale)
@@ -97,6 +98,8 @@ class Problem:
                 scores = logits_soft_cap * torch.tanh(scores / logits_soft_cap)
             if self.alibi_slopes is not None:
                 scores = scores + self.alibi_slopes[:, None] * (torch.arange(n, device=q.device) - n + 1)[None, :].to(q.dtype)
+            if window_left >= 0:
+                scores[:, : max(0, n - 1 - window_left)] = float("-inf")
             if sinks is not None:  # a column of the sinks joins the softmax, its weight dropped (no value)
                 scores = torch.cat([scores, sinks.to(scores.dtype)[:, None]], dim=-1)
                 out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1)[:, :-1], v)

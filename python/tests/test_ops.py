@@ -54,11 +54,21 @@ def test_soft_cap_and_sinks(dtype, logits_soft_cap, with_sinks):
     assert relative_error(out, p.reference(logits_soft_cap=logits_soft_cap, sinks=sinks)) < tolerance(dtype)
 
 
+@pytest.mark.parametrize("window_left", [0, 37, 1000, 4095, 10000])
+def test_sliding_window(window_left):
+    p = Problem([1, 17, 0, 5003, 1000], 24, 4, 128, alibi=window_left == 37, seed=33)
+    sinks = torch.tensor([float("-inf"), 0.5, 2.0, 6.0] * 6, dtype=torch.float32, device="cuda") if window_left == 1000 else None
+    out = run_decode(p, window_left=window_left, logits_soft_cap=30.0 if window_left == 4095 else 0.0, sinks=sinks)
+    ref = p.reference(window_left=window_left, logits_soft_cap=30.0 if window_left == 4095 else 0.0, sinks=sinks)
+    assert relative_error(out, ref) < tolerance(torch.float16)
+
+
 def test_soft_cap_and_sinks_are_checked():
     p = Problem([5, 40], 8, 2, 128, seed=32)
     for bad, name in ((dict(logits_soft_cap=-1.0), "logits_soft_cap"), (dict(logits_soft_cap=float("nan")), "logits_soft_cap"),
                       (dict(sinks=torch.zeros(7, device="cuda")), "sinks"),
-                      (dict(sinks=torch.zeros(8, dtype=torch.float16, device="cuda")), "sinks")):
+                      (dict(sinks=torch.zeros(8, dtype=torch.float16, device="cuda")), "sinks"),
+                      (dict(window_left=-2), "window_left")):
         with pytest.raises(ValueError, match=name):
             run_decode(p, **bad)
 

@@ -34,6 +34,46 @@ TEST_CASE("schedule model: partitions and work items of a sequence", "[schedule]
   CHECK(pagedattn::fixed_cost_tokens(80, 2) == 205); // rounded up
 }
 
+TEST_CASE("sliding windows: the fold start, the span and the host's bound", "[schedule][host][window]")
+{
+  using pagedattn::window_first_visible;
+  using pagedattn::window_fold_start;
+  using pagedattn::window_span;
+  CHECK(window_first_visible(100, -1) == 0);
+  CHECK(window_first_visible(100, 0) == 99); // the token itself
+  CHECK(window_first_visible(100, 99) == 0);
+  CHECK(window_first_visible(100, 1 << 30) == 0);
+  CHECK(window_first_visible(0, 5) == 0);
+  CHECK(window_fold_start(100, 40, 16) == 48); // first visible 59, its block's first token
+  CHECK(window_span(100, 40, 16) == 52);
+  CHECK(window_span(100, -1, 16) == 100);
+  CHECK(window_span(0x7fffffff, 0, 32) == 31); // first visible 2^31 - 2 = 32k + 30: no overflow at the largest length
+  // Every length and window: the fold start lies on a block boundary at most one block before the first
+  // visible token, and the span never exceeds window_span_bound, which some length reaches.
+  for (int block_size : {8, 16, 32})
+  {
+    for (int window_left : {-1, 0, 1, 7, 8, 31, 100})
+    {
+      for (int max_seq_len : {0, 1, 9, 40, 200})
+      {
+        int longest = 0;
+        for (int len = 0; len <= max_seq_len; ++len)
+        {
+          const int start = window_fold_start(len, window_left, block_size), first = window_first_visible(len, window_left);
+          INFO("block " << block_size << " window " << window_left << " len " << len);
+          REQUIRE(start % block_size == 0);
+          REQUIRE(start <= first);
+          REQUIRE(first - start < block_size);
+          REQUIRE((len == 0 || first < len));
+          longest = std::max(longest, window_span(len, window_left, block_size));
+        }
+        INFO("block " << block_size << " window " << window_left << " max_seq_len " << max_seq_len);
+        REQUIRE(pagedattn::window_span_bound(max_seq_len, window_left, block_size) == longest);
+      }
+    }
+  }
+}
+
 TEST_CASE("schedule model: candidates are the multiples of 32 from the longest sequence down to 32", "[schedule][host]")
 {
   const ScheduleModel m{264, 64, 4096};

@@ -327,6 +327,7 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
   { auto b = a; b.logit_softcap = -1.f; expect_error(b, "logit_softcap"); }
   { auto b = a; b.logit_softcap = NAN; expect_error(b, "logit_softcap"); }
   { auto b = a; b.logit_softcap = INFINITY; expect_error(b, "logit_softcap"); }
+  { auto b = a; b.window_left = -2; expect_error(b, "window_left"); }
   {
     std::size_t small = 8;
     test::DeviceBuffer<char> temp(small);

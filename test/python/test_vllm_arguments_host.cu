@@ -107,8 +107,13 @@ TEST_CASE("python op arguments: vLLM's arguments become DecodeArguments, strided
   REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
   CHECK(a.logit_softcap == 30.f);
   CHECK(a.sinks != nullptr);
+  CHECK(a.window_left == -1);
+  v.window_left = 4095;
+  REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  CHECK(a.window_left == 4095);
   v.logits_soft_cap = 0.0;
   v.sinks = TensorInfo{};
+  v.window_left = -1;
   // out as a permuted view ([num_heads, num_seqs, head_size] storage, transposed) and with padded rows: no
   // two rows share an element, so both are accepted.
   v.out = tensor(DType::f16, {3, 24, 128}, {128, 3 * 128, 1});
@@ -166,6 +171,8 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
       {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = -1.0; }},
       {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = 1e39; }}, // infinite as a float32
       {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = std::nan(""); }},
+      {"window_left", [](auto& v) { v.window_left = -2; }},
+      {"window_left", [](auto& v) { v.window_left = std::int64_t(1) << 31; }},
       {"max_seq_len", [](auto& v) { v.max_seq_len = -1; }},
   };
   for (const Case& c : cases)
