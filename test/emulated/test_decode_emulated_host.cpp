@@ -214,14 +214,15 @@ struct Inputs {
 /// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
 /// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
 /// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
-template <class Policy, int HeadDim, class T, class KvT>
+template <class Policy, int HeadDim, class T, class KvT, class Epilogue = IdentityOutputEpilogue>
 RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_blocks, int sm_count, unsigned chaos_seed = 0,
-                       int stall_milliseconds = 0, bool persistent = true)
+                       int stall_milliseconds = 0, bool persistent = true, const Epilogue& epilogue = {})
 {
   const Shape& s = prob.shape;
   std::vector<T> output(prob.query.size(), ElementTraits<T>::from_float(std::numeric_limits<float>::quiet_NaN()));
   unsigned error_count = 0;
-  DecodeArguments<T, KvT> a;
+  DecodeArguments<T, KvT, Epilogue> a;
+  a.output_epilogue = epilogue;
   a.output = output.data();
   a.query = in.query.data();
   a.key_cache = in.key.data();
@@ -288,7 +289,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     emu::LaunchConfig decode_launch{static_cast<unsigned>(plan.grid), Kernel::block_threads, Kernel::smem_bytes};
     decode_launch.chaos_seed = chaos_seed + 1;
     if (!persistent) { decode_launch.resident_blocks = static_cast<unsigned>(grid_blocks); }
-    emu::launch_kernel(decode_launch, Kernel::function(), params);
+    emu::launch_kernel(decode_launch, Kernel::function(), params, a.output_epilogue);
     emu::after_atomic_add = nullptr;
     result.launch = reference.launch;
   };
@@ -297,9 +298,9 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
     switch (plan.head_split.max_heads)
     {
-    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R>{}); break;
-    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R>{}); break;
-    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R>{}); break;
+    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R, Epilogue>{}); break;
+    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R, Epilogue>{}); break;
+    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R, Epilogue>{}); break;
     }
   };
   auto run_layout = [&](auto persistent_tag) {
@@ -510,6 +511,34 @@ TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before 
   const RunResult r_rows = run_emulated<EmulatedPolicy>(rows_prob, 4, 2);
   REQUIRE(r_rows.errors == 0u);
   REQUIRE(relative_error(rows_prob, r_rows.output) < 1e-4);
+}
+
+/// A test epilogue: each element becomes 2 value + seq + head / 8 + dim / 64 (its place shows in the result).
+struct PlaceEpilogue {
+  float operator()(float value, int seq, int head, int dim) const { return 2.f * value + float(seq) + float(head) / 8.f + float(dim) / 64.f; }
+};
+
+TEST_CASE("decode, emulated on the host: the output epilogue sees every element once, with its place", "[decode][emulated][host][variants]")
+{
+  // A single partition, several combine groups, an empty sequence (0 through the epilogue), the persistent
+  // and the plain launch: each element is the epilogue of the plain decode's, bit for bit (the epilogue is
+  // exact here: 2x, and sums of small dyadic numbers, in float).
+  Shape shape{{37, 0, 300, 1000, 1}};
+  const Problem prob(shape, 29);
+  const Inputs<float, float> in{prob.query, prob.key, prob.value, {}, {}, 0};
+  const RunResult plain = run_emulated<EmulatedPolicy, 64>(prob, in, 4, 2);
+  for (const bool persistent : {true, false})
+  {
+    const RunResult r = run_emulated<EmulatedPolicy, 64>(prob, in, 4, 2, 0, 0, persistent, PlaceEpilogue{});
+    REQUIRE(r.errors == 0u);
+    for (std::size_t i = 0; i < r.output.size(); ++i)
+    {
+      const int dim = int(i % shape.head_size), head = int(i / shape.head_size) % shape.num_heads;
+      const int seq = int(i / (std::size_t(shape.head_size) * shape.num_heads));
+      INFO("element " << i << " persistent " << persistent);
+      REQUIRE(r.output[i] == PlaceEpilogue{}(plain.output[i], seq, head, dim));
+    }
+  }
 }
 
 TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",

@@ -21,6 +21,7 @@
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
+#include <pagedattn/thread/thread_output_epilogue.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -41,8 +42,10 @@ inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
 /// TokenRows: the caches lie in token rows (CacheLayout hnd, nhd; PagedAttentionParams::token_rows, which
-/// must agree), else in vLLM's layout: each fold reads one of them.
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
+/// must agree), else in vLLM's layout: each fold reads one of them. OutputEpilogue: what each output element
+/// passes through before its store (thread/thread_output_epilogue.cuh).
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+          class OutputEpilogue = IdentityOutputEpilogue>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
@@ -99,7 +102,11 @@ public:
   };
   using TempStorage = std::conditional_t<Fold::partial_after_storage, AliasedStorage, SeparateStorage>;
 
-  PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T, KvT>& p) : temp_(temp), p_(p) {}
+  PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T, KvT>& p,
+                                       const OutputEpilogue& epilogue = OutputEpilogue{})
+      : temp_(temp), p_(p), epilogue_(epilogue)
+  {
+  }
 
   /// The block's share of the launch. Every block plans the launch from the lengths (AgentDecodePlan: the
   /// same plan in every block), then takes its work items:
@@ -350,6 +357,7 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T, KvT>& p_;
+  const OutputEpilogue& epilogue_;
 
   /// Attention sinks: each query head's sink joins its partition-0 partial (fold_sink: one more token, of
   /// value 0), so that whichever combine runs (look-back, slices, a single partition) counts it once.
@@ -394,13 +402,15 @@ private:
   struct OutputWriter {
     const AgentPagedAttention* agent;
     int seq, first_head;
-    /// Elements 4 vector .. 4 vector + 3 of head first_head + h: one store where the output is aligned
-    /// for it (the strides are the caller's), else four.
+    /// Elements 4 vector .. 4 vector + 3 of head first_head + h, through the epilogue: one store where the
+    /// output is aligned for it (the strides are the caller's), else four.
     PAGEDATTN_DEVICE void operator()(int h, int vector, float4 v) const
     {
-      T* dst = agent->output_ptr(seq, first_head + h, 4 * vector);
-      const Vector4 packed{{ElementTraits<T>::from_float(v.x), ElementTraits<T>::from_float(v.y), ElementTraits<T>::from_float(v.z),
-                            ElementTraits<T>::from_float(v.w)}};
+      const int head = first_head + h, d = 4 * vector;
+      T* dst = agent->output_ptr(seq, head, d);
+      const OutputEpilogue& e = agent->epilogue_;
+      const Vector4 packed{{ElementTraits<T>::from_float(e(v.x, seq, head, d)), ElementTraits<T>::from_float(e(v.y, seq, head, d + 1)),
+                            ElementTraits<T>::from_float(e(v.z, seq, head, d + 2)), ElementTraits<T>::from_float(e(v.w, seq, head, d + 3))}};
       if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(Vector4) == 0) { *reinterpret_cast<Vector4*>(dst) = packed; }
       else
       {
@@ -414,9 +424,10 @@ private:
   {
     return p_.output + seq * p_.output_seq_stride + head * p_.output_head_stride + d;
   }
+  /// One output element, through the epilogue.
   PAGEDATTN_DEVICE void store_output(int seq, int head, int d, float value) const
   {
-    *output_ptr(seq, head, d) = ElementTraits<T>::from_float(value);
+    *output_ptr(seq, head, d) = ElementTraits<T>::from_float(epilogue_(value, seq, head, d));
   }
 };
 

@@ -19,13 +19,15 @@ struct DevicePagedAttention {
   /// HeadDims: the head sizes to instantiate (default: all supported); others return an error.
   /// CacheLayouts: the cache layouts to instantiate (default: all; VllmCacheLayout halves the tensor-core
   /// kernels); others return an error.
-  /// T: query and output; KvT: the caches' elements (T, or fp8_e4m3 / fp8_e5m2 with fp16 or bf16 queries).
+  /// T: query and output; KvT: the caches' elements (T, or fp8_e4m3 / fp8_e5m2 with fp16 or bf16 queries);
+  /// OutputEpilogue: args.output_epilogue's type (each one instantiates its own kernels).
   template <class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
-            class CacheLayouts = SupportedCacheLayouts, class T, class KvT>
-  static cudaError_t Decode(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT>& args,
+            class CacheLayouts = SupportedCacheLayouts, class T, class KvT, class OutputEpilogue>
+  static cudaError_t Decode(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT, OutputEpilogue>& args,
                             cudaStream_t stream = 0)
   {
-    return detail::dispatch_paged_attention<T, PolicyChain, HeadDims, CacheLayouts, KvT>(d_temp_storage, temp_storage_bytes, args, stream);
+    return detail::dispatch_paged_attention<T, PolicyChain, HeadDims, CacheLayouts, KvT, OutputEpilogue>(d_temp_storage, temp_storage_bytes,
+                                                                                                          args, stream);
   }
 };
 

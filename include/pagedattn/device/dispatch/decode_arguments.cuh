@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <pagedattn/config.cuh>
+#include <pagedattn/thread/thread_output_epilogue.cuh>
 
 namespace pagedattn {
 
@@ -25,8 +26,9 @@ using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 /// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
 /// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or, with fp16 or bf16
 /// queries, an fp8 format (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as
-/// float(fp8) * scale with the scales below.
-template <class T, class KvT = T>
+/// float(fp8) * scale with the scales below. OutputEpilogue: what each output element passes through before
+/// it is stored (thread/thread_output_epilogue.cuh; by default nothing).
+template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue>
 struct DecodeArguments {
   T* output = nullptr;                 ///< [num_seqs][num_heads][head_size] (strides below)
   std::int64_t output_seq_stride = 0;  ///< 0: num_heads * head_size
@@ -67,6 +69,7 @@ struct DecodeArguments {
                                        ///< before them are never read, nor their block table entries; -1: off
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
+  OutputEpilogue output_epilogue{};    ///< applied to each output element (value, seq, head, dim) before the store
   int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at
                                        ///< most partition_token_limit of the policy): then a sequence's output
                                        ///< does not depend on the rest of the batch, bit for bit

@@ -91,12 +91,15 @@ inline constexpr int cached_devices = 64;
 
 /// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
 /// draw tickets until the items run out; else a block per item (see choose_grid). KvT: the caches' elements.
-/// TokenRows: the folds for caches in token rows (AgentPagedAttention).
-template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent, class KvT = T, bool TokenRows = false>
+/// TokenRows: the folds for caches in token rows (AgentPagedAttention). OutputEpilogue: the kernel's second
+/// parameter, applied to each output element.
+template <class T, int HeadDim, int MaxHeads, class PolicyChain, class Policy, bool Persistent, class KvT = T, bool TokenRows = false,
+          class OutputEpilogue = IdentityOutputEpilogue>
 struct DecodeKernel {
-  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
+  using Agent = AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows, OutputEpilogue>;
   using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T, KvT>;
+  using Epilogue = OutputEpilogue;
   static constexpr int head_dim = HeadDim;
   static constexpr bool token_rows = TokenRows;
   static constexpr int block_threads = Policy::block_threads;
@@ -106,7 +109,10 @@ struct DecodeKernel {
 
   static constexpr bool persistent = Persistent;
 
-  static auto function() { return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Policy, Persistent, KvT, TokenRows>; }
+  static auto function()
+  {
+    return paged_attention_kernel<T, HeadDim, MaxHeads, PolicyChain, Policy, Persistent, KvT, TokenRows, OutputEpilogue>;
+  }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
   /// the device offers less: then nothing is launched. NVIDIA GPUs since sm_70 give every kernel 48 KB and
