@@ -25,15 +25,19 @@ using Policies = pagedattn::DefaultPagedAttentionPolicies;
 
 struct BenchShape {
   int num_seqs, seq_len, num_heads, num_kv_heads, head_dim;
+  int window = 0; ///< a sliding window of this many positions (DecodeArguments::window_left = window - 1); 0: none
+  int q_len = 1;  ///< new tokens per sequence
 };
 
 // Qwen3.6 (24/4, head 256) over batch x length, head 128 with the same heads, a 32/8 model (head 128),
-// and two latency-bound steps (a short sequence, and a length just past a partition boundary).
+// and two latency-bound steps (a short sequence, and a length just past a partition boundary); a
+// 4096-token window over 100000 tokens against a 4096-token sequence (issue 18: the window's time should
+// be the window's).
 const BenchShape shapes[] = {
     {1, 100000, 24, 4, 256}, {1, 16384, 24, 4, 256}, {8, 32768, 24, 4, 256}, {32, 8192, 24, 4, 256},
     {64, 4096, 24, 4, 256},  {256, 1024, 24, 4, 256}, {1, 100000, 24, 4, 128}, {64, 4096, 24, 4, 128},
     {1, 100000, 32, 8, 128}, {64, 4096, 32, 8, 128},  {1, 1000, 24, 4, 256},   {4, 2049, 24, 4, 256},
-    {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},
+    {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},   {1, 4096, 24, 4, 256},   {1, 100000, 24, 4, 256, 4096},
 };
 constexpr int block_size = 16;
 constexpr int reference_pairs = 4;
@@ -137,7 +141,8 @@ Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, 
               cudaStream_t stream)
 {
   const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size, layout};
-  const paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
+  paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
+  problem.set_window_left(b.window - 1);
   const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
   std::size_t temp_bytes = 0;
   PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
@@ -218,7 +223,11 @@ inline pagedattn::CacheLayout layout_of(const Options& o)
   return o.layout == "hnd" ? pagedattn::CacheLayout::hnd : o.layout == "nhd" ? pagedattn::CacheLayout::nhd : pagedattn::CacheLayout::vllm;
 }
 
-inline std::string shape_name(const BenchShape& b) { return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len); }
+/// "64x4096", and with a window "1x100000w4096".
+inline std::string shape_name(const BenchShape& b)
+{
+  return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len) + (b.window > 0 ? "w" + std::to_string(b.window) : "");
+}
 inline std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
 inline std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }
 
@@ -241,10 +250,10 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"layout\": %s, \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"q_len\": %d, \"window\": %d, \"layout\": %s, \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
                  "\"output_fnv1a\": \"%016llx\"%s}%s\n",
                  row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
-                 r.shape.num_seqs, r.shape.seq_len, bench_json::str(o.layout).c_str(), bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
+                 r.shape.num_seqs, r.shape.seq_len, r.shape.q_len, r.shape.window, bench_json::str(o.layout).c_str(), bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
                  bench_json::num(r.rel_err).c_str(),
                  r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),

@@ -122,11 +122,11 @@ inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n
 /// Largest relative L2 error ||out - ref|| / ||ref|| of output [num_seqs][num_heads][head_size] over the
 /// pairs (+inf for a non-finite output); one host thread per pair. lens: each sequence's length where they
 /// differ (a serving batch in a cache of s.seq_len tokens per sequence); empty: s.seq_len each. An empty
-/// sequence's reference is 0, and its error is 0 when the output is 0.
+/// sequence's reference is 0, and its error is 0 when the output is 0. window_left >= 0: a sliding window.
 template <class T, class KvT = T>
 double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
                           const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {}, double k_scale = 1,
-                          double v_scale = 1)
+                          double v_scale = 1, int window_left = -1)
 {
   std::vector<double> errors(pairs.size());
   std::vector<std::thread> workers;
@@ -135,7 +135,8 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
     workers.emplace_back([&, i] {
       const auto [seq, head] = pairs[i];
       const int len = lens.empty() ? s.seq_len : lens[std::size_t(seq)];
-      const std::vector<double> ref = reference_attention<T, KvT>(s.data(seed), seq, head, len, s.scale(), 0, k_scale, v_scale);
+      const std::vector<double> ref =
+          reference_attention<T, KvT>(s.data(seed), seq, head, len, s.scale(), 0, k_scale, v_scale, 0, -INFINITY, window_left);
       double num = 0, den = 0;
       for (int d = 0; d < s.head_size; ++d)
       {
@@ -234,6 +235,7 @@ public:
     a.block_size = s_.block_size;
     a.scale = scale();
     a.cache_layout = s_.layout;
+    a.window_left = window_left_;
     if constexpr (fp8_cache)
     {
       a.k_scale = k_scale_.get();
@@ -252,16 +254,21 @@ public:
   }
   const std::vector<int>& lens() const { return lens_; } ///< empty: every sequence shape().seq_len long
 
-  /// Bytes a decode step must move at least: the K and V of every live token once (not the padding of
+  /// A sliding window (DecodeArguments::window_left; -1: none): arguments(), bytes_moved() and the
+  /// reference follow it.
+  void set_window_left(int window_left) { window_left_ = window_left; }
+  int window_left() const { return window_left_; }
+
+  /// Bytes a decode step must move at least: the K and V of every live (visible) token once (not the padding of
   /// a sequence's last block, not the GQA re-reads, which a good kernel serves from one load), the
   /// queries and the output. Block tables and the partition temporaries are not counted.
   double bytes_moved() const
   {
-    double tokens = double(s_.num_seqs) * s_.seq_len;
-    if (!lens_.empty())
+    double tokens = 0;
+    for (int q = 0; q < s_.num_seqs; ++q) // under a window: the tokens the new one sees
     {
-      tokens = 0;
-      for (int len : lens_) { tokens += len; }
+      const int len = lens_.empty() ? s_.seq_len : lens_[std::size_t(q)];
+      tokens += len - pagedattn::window_first_visible(len, window_left_);
     }
     const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(KvT);
     return kv + 2.0 * double(query_.size()) * sizeof(T);
@@ -275,7 +282,7 @@ public:
   /// Largest relative L2 error of `output` (downloaded) against the fp64 reference over the pairs.
   double max_relative_error(const std::vector<T>& output, const std::vector<std::pair<int, int>>& pairs) const
   {
-    return paged_decode::max_relative_error<T, KvT>(s_, seed_, output, pairs, lens_, k_scale_value, v_scale_value);
+    return paged_decode::max_relative_error<T, KvT>(s_, seed_, output, pairs, lens_, k_scale_value, v_scale_value, window_left_);
   }
 
 private:
@@ -287,6 +294,7 @@ private:
   DeviceArray<int> block_tables_, seq_lens_;
   DeviceArray<float> k_scale_, v_scale_;
   std::vector<int> lens_;
+  int window_left_ = -1;
 };
 
 // ---- timing ----------------------------------------------------------------------------------------------

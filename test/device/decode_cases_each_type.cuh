@@ -1,7 +1,7 @@
 #pragma once
 // GPU tests of DevicePagedAttention::Decode that every element type passes: every head size x block
 // size x GQA ratio x length, a long Qwen3.6 batch, the longest partitions, the decode variants (logit
-// soft-cap, attention sinks, sliding windows). Included once per type by
+// soft-cap, attention sinks, sliding windows, the output epilogue). Included once per type by
 // test_decode_fp16.cu, test_decode_bf16.cu and test_decode_fp32.cu, which define T and DTYPE first (one
 // translation unit per type: each type's kernels compile once, and the two CI cores build them in parallel).
 #include "device/decode_test_support.cuh"
@@ -147,5 +147,29 @@ TEST_CASE("decode " DTYPE ": a window as long as the sequence gives the plain bi
     windowed.window_left = window_left;
     INFO("window_left " << window_left);
     REQUIRE(test::bitwise_equal(test::DeviceDecode<T>(windowed, seed).run(), plain_out));
+  }
+}
+
+TEST_CASE("decode " DTYPE ": the output epilogue (a sigmoid gate) on every combine, with the other variants", "[decode][gpu][" DTYPE "][variants][epilogue]")
+{
+  GPU_TEST_SEED(seed, 3300);
+  // One partition (a direct write), several and many combine groups (look-back), an empty sequence; the
+  // persistent grid (loose max_seq_len); with a window, soft-cap, sinks and ALiBi on top. One head size:
+  // each epilogue type compiles kernels of its own.
+  using OneHead = std::integer_sequence<int, 128>;
+  for (int combo = 0; combo < 4; ++combo)
+  {
+    test::DecodeShape s{{1, 17, 1000, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/128};
+    s.partition_tokens = combo == 1 ? 32 : 0;
+    s.max_seq_len_override = combo == 2 ? 20000 : -1;
+    if (combo == 3)
+    {
+      s.window_left = 700;
+      s.softcap = 30.f;
+      s.sinks = true;
+      s.alibi = true;
+    }
+    INFO("combo " << combo);
+    test::check_decode_with_gate<T, pagedattn::DefaultPagedAttentionPolicies, T, OneHead>(s, seed + combo);
   }
 }

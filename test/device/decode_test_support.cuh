@@ -203,10 +203,13 @@ struct DeviceDecode {
     }
   }
 
-  pagedattn::DecodeArguments<T, KvT> arguments()
+  /// The arguments (with an output epilogue of type Epilogue when given one).
+  template <class Epilogue = pagedattn::IdentityOutputEpilogue>
+  pagedattn::DecodeArguments<T, KvT, Epilogue> arguments(const Epilogue& epilogue = {})
   {
     const auto& s = prob.shape;
-    pagedattn::DecodeArguments<T, KvT> a;
+    pagedattn::DecodeArguments<T, KvT, Epilogue> a;
+    a.output_epilogue = epilogue;
     a.output = output.get();
     a.query = query.get();
     a.key_cache = d_key;
@@ -241,10 +244,10 @@ struct DeviceDecode {
   /// Poison the output, run Decode (sizing and allocating temp storage), return the output.
   /// Layouts: the cache layouts instantiated (vLLM's only unless a test asks: half the tensor-core kernels).
   template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class HeadDims = pagedattn::SupportedHeadDims,
-            class Layouts = pagedattn::VllmCacheLayout>
-  std::vector<T> run(cudaStream_t stream = 0)
+            class Layouts = pagedattn::VllmCacheLayout, class Epilogue = pagedattn::IdentityOutputEpilogue>
+  std::vector<T> run(cudaStream_t stream = 0, const Epilogue& epilogue = {})
   {
-    const auto a = arguments();
+    const auto a = arguments(epilogue);
     std::size_t bytes = 0;
     REQUIRE((pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(nullptr, bytes, a)) == cudaSuccess);
     DeviceBuffer<char> temp(bytes);
@@ -372,6 +375,54 @@ inline DecodeShape variants_shape(int head_size, bool alibi, int window_left = -
   s.alibi = alibi;
   s.window_left = window_left;
   return s;
+}
+
+/// The output epilogue of the tests: each element times sigmoid(gate) at its place of a [num_seqs][num_heads]
+/// [head_size] float tensor (Qwen3.6's gated attention output, examples/gated_output.cu).
+struct SigmoidGateEpilogue {
+  const float* gate;
+  int num_heads, head_size;
+  __device__ float operator()(float value, int seq, int head, int dim) const
+  {
+    return value / (1.f + __expf(-gate[(std::size_t(seq) * num_heads + head) * head_size + dim]));
+  }
+};
+
+/// Run a shape with SigmoidGateEpilogue (gates in [-4, 4]) and require the worst error against the fp64
+/// reference times sigmoid(gate) under the dtype's tolerance; an empty sequence's output stays 0.
+/// HeadDims, Layouts: the instantiations (each epilogue type compiles kernels of its own: keep them few).
+template <class T, class PolicyChain, class KvT, class HeadDims, class Layouts = pagedattn::VllmCacheLayout>
+double check_decode_with_gate(const DecodeShape& s, std::uint64_t seed)
+{
+  DeviceDecode<T, KvT> dd(s, seed);
+  std::vector<float> gates(std::size_t(dd.prob.num_seqs) * s.num_heads * s.head_size);
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::uniform_real_distribution<float> uniform(-4.f, 4.f);
+  for (float& g : gates) { g = uniform(rng); }
+  DeviceBuffer<float> d_gates(gates);
+  const auto out = dd.template run<PolicyChain, HeadDims, Layouts>(0, SigmoidGateEpilogue{d_gates.get(), s.num_heads, s.head_size});
+  double worst = 0;
+  for (int q = 0; q < dd.prob.num_seqs; ++q)
+  {
+    for (int h : dd.checked_heads())
+    {
+      const std::size_t base = (std::size_t(q) * s.num_heads + h) * s.head_size;
+      std::vector<double> ref = dd.reference(q, h);
+      std::vector<float> got(s.head_size);
+      for (int d = 0; d < s.head_size; ++d)
+      {
+        ref[d] /= 1.0 + std::exp(-double(gates[base + d]));
+        got[d] = pagedattn::ElementTraits<T>::to_float(out[base + d]);
+      }
+      const double err = s.seq_lens[q] == 0 ? (std::all_of(got.begin(), got.end(), [](float v) { return v == 0.f; }) ? 0.0 : INFINITY)
+                                            : relative_l2_error(got, ref);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+  }
+  INFO("gated output: worst rel L2 " << worst);
+  REQUIRE(worst < tolerance<T>());
+  REQUIRE(dd.error_count.download()[0] == 0u);
+  return worst;
 }
 
 /// Run one shape and require the worst error under the dtype's tolerance; returns the error.

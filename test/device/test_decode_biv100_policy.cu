@@ -25,3 +25,11 @@ TEST_CASE("decode with the BI-V100 policy: logit soft-cap, attention sinks and s
     }
   }
 }
+
+TEST_CASE("decode with the BI-V100 policy: the output epilogue (a sigmoid gate)", "[decode][gpu][biv100][variants][epilogue]")
+{
+  GPU_TEST_SEED(seed, 2850);
+  test::DecodeShape s{{1, 17, 1000, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  s.partition_tokens = 64;
+  test::check_decode_with_gate<__half, BIV100, __half, std::integer_sequence<int, 256>>(s, seed);
+}
