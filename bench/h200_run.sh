@@ -105,6 +105,7 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
 }
 if [ "$PART" = all ] || [ "$PART" = bench ]; then
 [ -x "$BUILD/examples/qwen36_decode" ] && run_step qwen36_decode 300 "$BUILD/examples/qwen36_decode"
+[ -x "$BUILD/examples/gated_output" ] && run_step gated_output 120 "$BUILD/examples/gated_output"
 [ -x "$BUILD/bench/bench_decode" ] &&
   run_step bench_decode 600 "$BUILD/bench/bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
 # fp8 caches (issue 17): the uniform table with e4m3, and the Qwen3.6 rows with e5m2
