@@ -81,6 +81,10 @@ public:
     alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
     alignas(16) T p[max_heads][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
     float alpha[max_heads];                                   ///< each head's rescale factor of the running output
+    /// PartitionWork::first_visible (a sliding window's first position), set by the fold before its first
+    /// tile: read where the mask needs it, it holds no register through the tile loop (the persistent
+    /// kernel at head 256 spilled 80 bytes more with it in a register).
+    int first_visible;
   };
 
   /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
@@ -117,7 +121,7 @@ public:
     exp_sum_ = 0.f;
   }
 
-  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token or < first_visible masked) held in
+  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token or < temp.first_visible masked) held in
   /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
   /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
@@ -126,7 +130,7 @@ public:
   /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
   template <bool PartialTile>
-  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int first_visible, int seq_len)
+  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
@@ -202,6 +206,7 @@ public:
       for (int e = 0; e < tokens_per_lane; ++e) { score[e] = soft_capped_logit(score[e], p_.logit_softcap); }
     }
     float tile_max = -INFINITY;
+    const int first_visible = temp_.first_visible;
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {

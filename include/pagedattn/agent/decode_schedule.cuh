@@ -170,10 +170,10 @@ PAGEDATTN_HOST_DEVICE int window_first_visible(int seq_len, int window_left)
 }
 
 /// The first token the decode folds of such a sequence: window_first_visible rounded down to the cache
-/// block (block_size > 0).
+/// block (block_size a power of two, as every supported one is: a mask, no division).
 PAGEDATTN_HOST_DEVICE int window_fold_start(int seq_len, int window_left, int block_size)
 {
-  return window_first_visible(seq_len, window_left) / block_size * block_size;
+  return window_first_visible(seq_len, window_left) & -block_size;
 }
 
 /// The tokens the plan lays out for a sequence of seq_len tokens (seq_len itself without a window).

@@ -137,6 +137,7 @@ public:
       }
 #endif
     }
+    if (threadIdx.x == 0) { temp.tile.first_visible = work.first_visible; } // (read after the tile loop's barriers)
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
@@ -195,9 +196,9 @@ public:
       {
         // Visible to the tile's PV product after the barriers inside Consume.
         if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
-        tile.template Consume<true>(folded, token0, work.end_token, work.first_visible, work.seq_len);
+        tile.template Consume<true>(folded, token0, work.end_token, work.seq_len);
       }
-      else { tile.template Consume<false>(folded, token0, work.end_token, work.first_visible, work.seq_len); }
+      else { tile.template Consume<false>(folded, token0, work.end_token, work.seq_len); }
     }
     if constexpr (bulk_copies)
     {
