@@ -56,15 +56,27 @@ TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitw
           "[decode][gpu][fp16]")
 {
   GPU_TEST_SEED(seed, 500);
-  for (int len : {200, 300, 5000}) // 200: the single-partition path alone, the partitioned path in the batch
+  // Lengths 200 (the single-partition path alone, the partitioned path in the batch), 300 and 5000; plain,
+  // then with the decode variants (a window through a partition, soft-cap, sinks, ALiBi).
+  const int lengths[] = {200, 300, 5000};
+  for (int combo = 0; combo < 6; ++combo)
   {
-    INFO("length " << len);
+    const int len = lengths[combo % 3];
+    const bool variants = combo >= 3;
+    INFO("length " << len << " variants " << variants);
     test::DecodeShape alone;
     alone.num_heads = 12;
     alone.num_kv_heads = 2;
     alone.head_size = 128;
     alone.seq_lens = {len};
     alone.partition_tokens = 256; // automatic partitioning depends on the batch; a fixed size does not
+    if (variants)
+    {
+      alone.window_left = 1000;
+      alone.softcap = 30.f;
+      alone.sinks = true;
+      alone.alibi = true;
+    }
     test::DecodeShape batched = alone; // the shared sequence is sequence 0 of all: same data
     batched.seq_lens = {len, 9000, 17, 1};
     test::DecodeShape skewed = alone; // a long sequence beside short ones and a padding row
