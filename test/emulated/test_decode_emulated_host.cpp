@@ -488,9 +488,9 @@ TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before 
 {
   // Windows through cache blocks and partitions (32 tokens), longer than the sequences, 0; the table entries
   // of the blocks wholly before a window are -1 (a read would give NaN and an error count); ALiBi, soft-cap
-  // and sinks on top; the persistent and the plain launch; HND token rows.
-  const int window_left = GENERATE(0, 5, 40, 299, 5000);
-  const int block_size = GENERATE(8, 32);
+  // and sinks on top; the persistent launch, and the plain launch and HND token rows once each (CI time:
+  // an emulated run takes seconds).
+  const auto [window_left, block_size] = GENERATE(table<int, int>({{0, 8}, {5, 16}, {40, 32}, {299, 16}, {5000, 8}}));
   Shape shape{{37, 0, 300, 1000, 1}};
   shape.block_size = block_size;
   shape.window_left = window_left;
@@ -502,9 +502,13 @@ TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before 
   const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
   REQUIRE(r.errors == 0u);
   REQUIRE(relative_error(prob, r.output) < 1e-4);
-  const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
-  REQUIRE(plain.errors == 0u);
-  REQUIRE(relative_error(prob, plain.output) < 1e-4);
+  if (window_left == 40)
+  {
+    const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
+    REQUIRE(plain.errors == 0u);
+    REQUIRE(relative_error(prob, plain.output) < 1e-4);
+  }
+  if (window_left != 299) { return; }
   Shape rows = shape;
   rows.layout = CacheLayout::hnd;
   const Problem rows_prob(rows, 23);
