@@ -32,12 +32,14 @@ struct BenchShape {
 // Qwen3.6 (24/4, head 256) over batch x length, head 128 with the same heads, a 32/8 model (head 128),
 // and two latency-bound steps (a short sequence, and a length just past a partition boundary); a
 // 4096-token window over 100000 tokens against a 4096-token sequence (issue 18: the window's time should
-// be the window's).
+// be the window's); four new tokens per sequence (speculative decoding, issue 18: the cache read once for
+// the 24 rows of a KV head) over 1 x 100000 and 64 x 4096.
 const BenchShape shapes[] = {
     {1, 100000, 24, 4, 256}, {1, 16384, 24, 4, 256}, {8, 32768, 24, 4, 256}, {32, 8192, 24, 4, 256},
     {64, 4096, 24, 4, 256},  {256, 1024, 24, 4, 256}, {1, 100000, 24, 4, 128}, {64, 4096, 24, 4, 128},
     {1, 100000, 32, 8, 128}, {64, 4096, 32, 8, 128},  {1, 1000, 24, 4, 256},   {4, 2049, 24, 4, 256},
     {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},   {1, 4096, 24, 4, 256},   {1, 100000, 24, 4, 256, 4096},
+    {1, 100000, 24, 4, 256, 0, 4}, {64, 4096, 24, 4, 256, 0, 4},
 };
 constexpr int block_size = 16;
 constexpr int reference_pairs = 4;
@@ -140,7 +142,7 @@ template <class T, class KvT>
 Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
               cudaStream_t stream)
 {
-  const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size, layout};
+  const paged_decode::DecodeShape shape{b.num_seqs, b.seq_len, b.num_heads, b.num_kv_heads, b.head_dim, block_size, layout, b.q_len};
   paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261129);
   problem.set_window_left(b.window - 1);
   const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
@@ -223,10 +225,11 @@ inline pagedattn::CacheLayout layout_of(const Options& o)
   return o.layout == "hnd" ? pagedattn::CacheLayout::hnd : o.layout == "nhd" ? pagedattn::CacheLayout::nhd : pagedattn::CacheLayout::vllm;
 }
 
-/// "64x4096", and with a window "1x100000w4096".
+/// "64x4096", with a window "1x100000w4096", with four new tokens per sequence "1x100000q4".
 inline std::string shape_name(const BenchShape& b)
 {
-  return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len) + (b.window > 0 ? "w" + std::to_string(b.window) : "");
+  return std::to_string(b.num_seqs) + "x" + std::to_string(b.seq_len) + (b.window > 0 ? "w" + std::to_string(b.window) : "") +
+         (b.q_len > 1 ? "q" + std::to_string(b.q_len) : "");
 }
 inline std::string row_shape(const Row& r) { return r.serving_name.empty() ? shape_name(r.shape) : r.serving_name; }
 inline std::string heads_name(const BenchShape& b) { return std::to_string(b.num_heads) + "/" + std::to_string(b.num_kv_heads); }

@@ -135,17 +135,20 @@ inline std::vector<int> shuffled_block_ids(std::size_t count, int first_id, std:
 /// queries rounded to T, the caches to KvT and, for an fp8 cache, dequantized with the KV head's scales
 /// (float(fp8) * scale): softmax(cap(scale q.k) + alibi_slope (token - seq_len + 1)) . v, where cap(s) =
 /// softcap tanh(s / softcap) (softcap 0: s) and a sink logit joins the denominator (-inf: none); zeros for
-/// an empty sequence.
+/// an empty sequence. A window: the last window_left + 1 of the seq_len tokens only. query_index: the
+/// query's row (seq * q_len + i for new token i of several, DecodeArguments::q_len, whose seq_len is then
+/// the row's: seq_len - q_len + 1 + i); -1: seq.
 template <class T, class KvT = T>
 std::vector<double> reference_attention(const ProblemData& data, int seq, int head, int seq_len, float scale,
                                         double alibi_slope = 0, double k_scale = 1, double v_scale = 1, double softcap = 0,
-                                        double sink = -INFINITY, int window_left = -1)
+                                        double sink = -INFINITY, int window_left = -1, int query_index = -1)
 {
   using Traits = pagedattn::ElementTraits<T>;
   using KvTraits = pagedattn::ElementTraits<KvT>;
   const int D = data.head_size, kvh = head / (data.num_heads / data.num_kv_heads);
   std::vector<double> q(D);
-  for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(data.query<T>((std::uint64_t(seq) * data.num_heads + head) * D + d)); }
+  const std::uint64_t query_row = query_index >= 0 ? std::uint64_t(query_index) : std::uint64_t(seq);
+  for (int d = 0; d < D; ++d) { q[d] = Traits::to_float(data.query<T>((query_row * data.num_heads + head) * D + d)); }
   // A sliding window: the tokens before seq_len - 1 - window_left are not seen (score -inf, weight 0).
   const int first = window_left >= 0 ? std::max(0, seq_len - 1 - window_left) : 0;
   std::vector<double> score(std::size_t(std::max(0, seq_len)), -INFINITY);

@@ -49,6 +49,7 @@ struct DecodeShape {
   int head_size = 128;
   int block_size = 16;
   pagedattn::CacheLayout layout = pagedattn::CacheLayout::vllm; ///< the caches' layout (packed)
+  int q_len = 1; ///< new tokens per sequence (DecodeArguments::q_len): queries and outputs [num_seqs * q_len][num_heads][head_size]
 
   __host__ __device__ int blocks_per_seq() const { return (seq_len + block_size - 1) / block_size; }
   float scale() const { return 1.f / std::sqrt(float(head_size)); }
@@ -119,10 +120,11 @@ inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n
   return pairs;
 }
 
-/// Largest relative L2 error ||out - ref|| / ||ref|| of output [num_seqs][num_heads][head_size] over the
-/// pairs (+inf for a non-finite output); one host thread per pair. lens: each sequence's length where they
-/// differ (a serving batch in a cache of s.seq_len tokens per sequence); empty: s.seq_len each. An empty
-/// sequence's reference is 0, and its error is 0 when the output is 0. window_left >= 0: a sliding window.
+/// Largest relative L2 error ||out - ref|| / ||ref|| of output [num_seqs * q_len][num_heads][head_size] over
+/// the pairs, each new token's row of them (+inf for a non-finite output); one host thread per pair. lens:
+/// each sequence's length where they differ (a serving batch in a cache of s.seq_len tokens per sequence);
+/// empty: s.seq_len each. An empty sequence's reference is 0, and its error is 0 when the output is 0.
+/// window_left >= 0: a sliding window.
 template <class T, class KvT = T>
 double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
                           const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {}, double k_scale = 1,
@@ -135,16 +137,22 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
     workers.emplace_back([&, i] {
       const auto [seq, head] = pairs[i];
       const int len = lens.empty() ? s.seq_len : lens[std::size_t(seq)];
-      const std::vector<double> ref =
-          reference_attention<T, KvT>(s.data(seed), seq, head, len, s.scale(), 0, k_scale, v_scale, 0, -INFINITY, window_left);
-      double num = 0, den = 0;
-      for (int d = 0; d < s.head_size; ++d)
+      double worst = 0;
+      for (int token = 0; token < s.q_len; ++token) // new token `token` sees len - q_len + 1 + token positions
       {
-        const double o = pagedattn::ElementTraits<T>::to_float(output[(std::size_t(seq) * s.num_heads + head) * s.head_size + d]);
-        num += (o - ref[d]) * (o - ref[d]);
-        den += ref[d] * ref[d];
+        const int row = seq * s.q_len + token;
+        const std::vector<double> ref = reference_attention<T, KvT>(s.data(seed), seq, head, std::max(0, len - s.q_len + 1 + token), s.scale(), 0,
+                                                                    k_scale, v_scale, 0, -INFINITY, window_left, row);
+        double num = 0, den = 0;
+        for (int d = 0; d < s.head_size; ++d)
+        {
+          const double o = pagedattn::ElementTraits<T>::to_float(output[(std::size_t(row) * s.num_heads + head) * s.head_size + d]);
+          num += (o - ref[d]) * (o - ref[d]);
+          den += ref[d] * ref[d];
+        }
+        worst = std::max(worst, !std::isfinite(num) ? INFINITY : den > 0 ? std::sqrt(num / den) : std::sqrt(num));
       }
-      errors[i] = !std::isfinite(num) ? INFINITY : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+      errors[i] = worst;
     });
   }
   for (auto& w : workers) { w.join(); }
@@ -188,7 +196,7 @@ public:
 
   PagedDecodeProblem(const DecodeShape& shape, std::uint64_t seed)
       : s_(shape), seed_(seed), num_blocks_(std::int64_t(shape.num_seqs) * shape.blocks_per_seq()),
-        query_(std::size_t(shape.num_seqs) * shape.num_heads * shape.head_size), output_(query_.size()),
+        query_(std::size_t(shape.num_seqs) * shape.q_len * shape.num_heads * shape.head_size), output_(query_.size()),
         key_cache_(std::size_t(num_blocks_) * shape.num_kv_heads * shape.head_size * shape.block_size),
         value_cache_(key_cache_.size()), block_tables_(std::size_t(num_blocks_)), seq_lens_(std::size_t(shape.num_seqs)),
         k_scale_(1), v_scale_(1)
@@ -236,6 +244,7 @@ public:
     a.scale = scale();
     a.cache_layout = s_.layout;
     a.window_left = window_left_;
+    a.q_len = s_.q_len;
     if constexpr (fp8_cache)
     {
       a.k_scale = k_scale_.get();
@@ -265,10 +274,10 @@ public:
   double bytes_moved() const
   {
     double tokens = 0;
-    for (int q = 0; q < s_.num_seqs; ++q) // under a window: the tokens the new one sees
+    for (int q = 0; q < s_.num_seqs; ++q) // under a window: the tokens the new ones see
     {
       const int len = lens_.empty() ? s_.seq_len : lens_[std::size_t(q)];
-      tokens += len - pagedattn::window_first_visible(len, window_left_);
+      tokens += len - pagedattn::window_first_visible(len, pagedattn::rows_window_left(window_left_, s_.q_len));
     }
     const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(KvT);
     return kv + 2.0 * double(query_.size()) * sizeof(T);

@@ -177,16 +177,17 @@ void paged_attention_v2(at::Tensor& out, const at::Tensor& /*exp_sums*/, const a
 
 /// pagedattn.decode(): the KV heads and the block size are key_cache's, taken by the torch-free
 /// take_layout_from_key_cache() once key_cache is known to have 5 dimensions; every message leaves through
-/// throw_if_bad().
+/// throw_if_bad(). q_len new tokens per sequence: query and out have num_seqs * q_len rows.
 void decode(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache, const at::Tensor& block_tables,
             const at::Tensor& seq_lens, double scale, int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes,
-            double logits_soft_cap, const c10::optional<at::Tensor>& sinks, int64_t window_left)
+            double logits_soft_cap, const c10::optional<at::Tensor>& sinks, int64_t window_left, int64_t q_len)
 {
   const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes, sinks};
   VllmPagedAttentionArgs v = vllm_args(t, 0, scale, 0, max_seq_len, "auto", 1.0, 1.0, 0, 0, 0, 64, 0);
   v.sinks = info_of(sinks);
   v.logits_soft_cap = logits_soft_cap;
   v.window_left = window_left;
+  v.q_len = q_len;
   throw_if_bad(pagedattn_python::take_layout_from_key_cache(v));
   run(v, t);
 }
@@ -204,7 +205,7 @@ void paged_attention_v2_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, 
 {
 }
 void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double,
-                 int64_t, const c10::optional<at::Tensor>&, double, const c10::optional<at::Tensor>&, int64_t)
+                 int64_t, const c10::optional<at::Tensor>&, double, const c10::optional<at::Tensor>&, int64_t, int64_t)
 {
 }
 
@@ -420,7 +421,8 @@ TORCH_LIBRARY(pagedattn, m)
         "Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, int tp_rank=0, int blocksparse_local_blocks=0, "
         "int blocksparse_vert_stride=0, int blocksparse_block_size=64, int blocksparse_head_sliding_step=0) -> ()");
   m.def("decode(Tensor(a!) out, Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_tables, Tensor seq_lens, float scale, "
-        "int max_seq_len, Tensor? alibi_slopes, float logits_soft_cap=0.0, Tensor? sinks=None, int window_left=-1) -> ()");
+        "int max_seq_len, Tensor? alibi_slopes, float logits_soft_cap=0.0, Tensor? sinks=None, int window_left=-1, "
+        "int q_len=1) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(pagedattn, CUDA, m)

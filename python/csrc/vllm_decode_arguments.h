@@ -94,6 +94,9 @@ struct VllmPagedAttentionArgs {
   TensorInfo sinks;             ///< pagedattn.decode only: float32 [num_heads] attention sinks, or undefined
   double logits_soft_cap = 0.0; ///< pagedattn.decode only: DecodeArguments::logit_softcap (0: off)
   std::int64_t window_left = -1; ///< pagedattn.decode only: DecodeArguments::window_left (-1: off)
+  std::int64_t q_len = 1;        ///< pagedattn.decode only: DecodeArguments::q_len, new tokens per sequence (1 ..
+                                 ///< pagedattn::max_q_len): query and out have num_seqs * q_len rows, new token i
+                                 ///< of sequence s in row s * q_len + i
   std::int64_t num_kv_heads = 0;
   double scale = 0;
   std::int64_t block_size = 0;
@@ -254,6 +257,11 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   {
     return "blocksparse attention (blocksparse_vert_stride " + std::to_string(v.blocksparse_vert_stride) + " > 1) is not supported";
   }
+  // Before the query's shape, which is read with it (num_seqs * q_len rows).
+  if (v.q_len < 1 || v.q_len > pagedattn::max_q_len)
+  {
+    return "q_len (new tokens per sequence) must be in [1, " + std::to_string(pagedattn::max_q_len) + "], got " + std::to_string(v.q_len);
+  }
 
   const TensorInfo& q = v.query;
   if (!q.defined || !q.cuda) { return "query must be a CUDA tensor"; }
@@ -269,13 +277,27 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   if (q.stride[2] != 1 && q.size[2] > 1) { return "query's last dimension (head_size) must be contiguous (stride 1)"; }
   // pagedattn reads a stride of 0 as "dense": a broadcast query would be read from the wrong places.
   if ((q.size[0] > 1 && q.stride[0] == 0) || (q.size[1] > 1 && q.stride[1] == 0)) { return "query must not be broadcast (a stride of 0)"; }
-  const std::int64_t num_seqs = q.size[0], num_heads = q.size[1], head_size = q.size[2];
-  if (!detail::fits_int(num_seqs) || !detail::fits_int(num_heads) || !detail::fits_int(head_size)) { return "query's shape exceeds int"; }
+  const std::int64_t num_rows = q.size[0], num_heads = q.size[1], head_size = q.size[2];
+  if (!detail::fits_int(num_rows) || !detail::fits_int(num_heads) || !detail::fits_int(head_size)) { return "query's shape exceeds int"; }
+  // [num_seqs * q_len, num_heads, head_size]: the sequences are the query's rows / q_len, which block_tables
+  // and seq_lens must match (their messages name the query too: either side may be the wrong one).
+  if (num_rows % v.q_len != 0)
+  {
+    return "query has " + std::to_string(num_rows) + " rows, not a multiple of q_len " + std::to_string(v.q_len) +
+           " (it must be [num_seqs * q_len, num_heads, head_size])";
+  }
+  const std::int64_t num_seqs = num_rows / v.q_len;
+  // "the query N sequences", and with q_len > 1 how they were counted: the messages of block_tables and seq_lens
+  // (built only for a message: nothing is allocated on a good call).
+  auto query_sequences = [&]() {
+    return "the query " + std::to_string(num_seqs) + " sequences" +
+           (v.q_len == 1 ? "" : " (its " + std::to_string(num_rows) + " rows / q_len " + std::to_string(v.q_len) + ")");
+  };
 
   const TensorInfo& o = v.out;
   if (!(e = check_tensor("out", o, 3, q.device)).empty()) { return e; }
   if (o.dtype != q.dtype) { return std::string("out must have the query's dtype (") + dtype_name(q.dtype) + "), got " + dtype_name(o.dtype); }
-  if (o.size[0] != num_seqs || o.size[1] != num_heads || o.size[2] != head_size)
+  if (o.size[0] != num_rows || o.size[1] != num_heads || o.size[2] != head_size)
   {
     return "out must have the query's shape " + shape_of(q) + ", got " + shape_of(o);
   }
@@ -321,14 +343,20 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   const TensorInfo& bt = v.block_tables;
   if (!(e = check_tensor("block_tables", bt, 2, q.device)).empty()) { return e; }
   if (bt.dtype != DType::i32) { return std::string("block_tables must be int32, got ") + dtype_name(bt.dtype); }
-  if (bt.size[0] != num_seqs) { return "block_tables has " + std::to_string(bt.size[0]) + " rows, the query " + std::to_string(num_seqs) + " sequences"; }
+  if (bt.size[0] != num_seqs)
+  {
+    return "block_tables has " + std::to_string(bt.size[0]) + " rows, " + query_sequences();
+  }
   if (!contiguous(bt)) { return "block_tables must be contiguous"; }
   if (!detail::fits_int(bt.size[1])) { return "block_tables has too many columns"; }
 
   const TensorInfo& sl = v.seq_lens;
   if (!(e = check_tensor("seq_lens", sl, 1, q.device)).empty()) { return e; }
   if (sl.dtype != DType::i32) { return std::string("seq_lens must be int32, got ") + dtype_name(sl.dtype); }
-  if (sl.size[0] != num_seqs) { return "seq_lens has " + std::to_string(sl.size[0]) + " entries, the query " + std::to_string(num_seqs) + " sequences"; }
+  if (sl.size[0] != num_seqs)
+  {
+    return "seq_lens has " + std::to_string(sl.size[0]) + " entries, " + query_sequences();
+  }
   if (!contiguous(sl)) { return "seq_lens must be contiguous"; }
 
   if (!(e = check_per_head_floats("alibi_slopes", v.alibi_slopes, num_heads, q.device)).empty()) { return e; }
@@ -408,7 +436,7 @@ std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::Deco
   a.block_tables = static_cast<const int*>(v.block_tables.data);
   a.max_blocks_per_seq = static_cast<int>(v.block_tables.size[1]);
   a.seq_lens = static_cast<const int*>(v.seq_lens.data);
-  a.num_seqs = static_cast<int>(v.query.size[0]);
+  a.num_seqs = static_cast<int>(v.query.size[0] / v.q_len); // check(): the query's rows are num_seqs * q_len
   a.max_seq_len = static_cast<int>(v.max_seq_len);
   a.num_heads = static_cast<int>(v.query.size[1]);
   a.num_kv_heads = static_cast<int>(v.num_kv_heads);
@@ -419,6 +447,7 @@ std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::Deco
   a.logit_softcap = static_cast<float>(v.logits_soft_cap);
   a.sinks = v.sinks.defined ? static_cast<const float*>(v.sinks.data) : nullptr;
   a.window_left = static_cast<int>(v.window_left);
+  a.q_len = static_cast<int>(v.q_len);
   return "";
 }
 

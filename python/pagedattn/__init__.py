@@ -36,14 +36,15 @@ def decode(
     logits_soft_cap: float = 0.0,
     sinks: Optional[torch.Tensor] = None,
     window_left: int = -1,
+    q_len: int = 1,
     out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
-    """Decode attention of one new token per sequence over its cached keys and values.
+    """Decode attention of q_len new tokens per sequence (one by default) over its cached keys and values.
 
-    query: [num_seqs, num_heads, head_size] (float16, bfloat16 or float32; may be a strided view, e.g. of
-    a fused qkv tensor). key_cache: [num_blocks, num_kv_heads, head_size / x, block_size, x] with x
-    elements in 16 bytes; value_cache: [num_blocks, num_kv_heads, head_size, block_size] (vLLM's layout,
-    the query's dtype). block_tables: int32 [num_seqs, max_blocks_per_seq]; seq_lens: int32 [num_seqs].
+    query: [num_seqs * q_len, num_heads, head_size] (float16, bfloat16 or float32; may be a strided view,
+    e.g. of a fused qkv tensor); new token i of sequence s is row s * q_len + i. key_cache: [num_blocks,
+    num_kv_heads, head_size / x, block_size, x] with x elements in 16 bytes; value_cache: [num_blocks,
+    num_kv_heads, head_size, block_size] (vLLM's layout, the query's dtype). block_tables: int32 [num_seqs, max_blocks_per_seq]; seq_lens: int32 [num_seqs].
 
     scale: defaults to head_size ** -0.5. max_seq_len: a host-side upper bound of seq_lens; it defaults to
     what the block tables can hold (max_blocks_per_seq * block_size), so that nothing reads seq_lens on
@@ -51,8 +52,16 @@ def decode(
     q.k) to logits_soft_cap * tanh(logit / logits_soft_cap) before ALiBi and the softmax (Gemma 2); 0: off.
     sinks: float32 [num_heads] attention sinks (gpt-oss: a logit per head that joins the softmax's
     denominator, with no value) or None. window_left: >= 0 a sliding window, the token sees the last
-    window_left + 1 positions of its sequence (cache blocks wholly before them are never read); -1: off. out: written in place and returned (a new tensor like query when
-    None). Raises ValueError naming the argument on bad input.
+    window_left + 1 positions of its sequence (cache blocks wholly before them are never read); -1: off.
+    out: written in place and returned (a new tensor like query when None: [num_seqs * q_len, num_heads,
+    head_size]).
+
+    q_len: new tokens per sequence, 1 to 8 (speculative decoding: the drafts to verify). Their keys and
+    values are already in the cache (seq_lens counts them), and new token i of a sequence of seq_len tokens
+    sees its positions [0, seq_len - q_len + 1 + i): causal among the new tokens; a row that sees nothing
+    (seq_len - q_len + 1 + i <= 0) is 0. A window keeps the last window_left + 1 of a row's positions;
+    ALiBi's bias is relative to the row's last position; the sinks apply to every row of their head.
+    Raises ValueError naming the argument on bad input.
     """
     if max_seq_len is None:
         if key_cache.dim() != 5 or block_tables.dim() != 2:
@@ -60,10 +69,10 @@ def decode(
                              f"block_tables [num_seqs, max_blocks_per_seq], got {tuple(key_cache.shape)} and "
                              f"{tuple(block_tables.shape)}")
         max_seq_len = block_tables.shape[1] * key_cache.shape[3]
-    if scale is None:  # a query that is not [num_seqs, num_heads, head_size > 0] is the op's to name
+    if scale is None:  # a query that is not [num_seqs * q_len, num_heads, head_size > 0] is the op's to name
         scale = query.shape[-1] ** -0.5 if query.dim() == 3 and query.shape[-1] > 0 else 1.0
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     call(_C.decode_eager, _decode_op, (out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
-                                       alibi_slopes, float(logits_soft_cap), sinks, int(window_left)))
+                                       alibi_slopes, float(logits_soft_cap), sinks, int(window_left), int(q_len)))
     return out

@@ -21,6 +21,8 @@ other uses of ``ops`` keep working. Both functions write ``out``:
   ValueError naming the argument. ``tp_rank`` and the other ``blocksparse_*`` arguments are only read by
   block-sparse attention, so they are accepted and not used.
 - ``max_seq_len`` is the host-side int vLLM passes: an upper bound of ``seq_lens``.
+- One new token per sequence, as vLLM 0.6's decode has: several (speculative decoding's drafts) are
+  ``pagedattn.decode(..., q_len=n)``'s, whose query has ``num_seqs * q_len`` rows.
 """
 from typing import Optional
 

@@ -15,13 +15,17 @@ class Problem:
     kv_cache_dtype "auto": the caches have the query's dtype. "fp8", "fp8_e4m3" or "fp8_e5m2": they hold
     vLLM's quantization of the random values, fp8(value / k_scale) and fp8(value / v_scale) (NaN stays NaN),
     in the fp8 layout (x = 16), as uint8 (how vLLM 0.6 stores them) or, with fp8_as_uint8=False, as the
-    torch float8 dtype; the reference reads them back as float(fp8) * scale."""
+    torch float8 dtype; the reference reads them back as float(fp8) * scale.
+
+    q_len: new tokens per sequence (pagedattn.decode's q_len): the query has num_seqs * q_len rows, new token
+    i of sequence s in row s * q_len + i; the lens count them (their keys and values are in the cache)."""
 
     def __init__(self, lens, num_heads, num_kv_heads, head_size, block_size=16, dtype=torch.float16, alibi=False,
                  seed=0, max_blocks_per_seq=None, device="cuda", kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0,
-                 fp8_as_uint8=True):
+                 fp8_as_uint8=True, q_len=1):
         gen = torch.Generator(device="cpu").manual_seed(seed)
         self.lens = list(lens)
+        self.q_len = q_len
         num_seqs = len(self.lens)
         self.num_heads, self.num_kv_heads, self.head_size, self.block_size = num_heads, num_kv_heads, head_size, block_size
         self.dtype, self.device = dtype, device
@@ -43,7 +47,7 @@ class Problem:
         def rand(*size, dtype=dtype):
             return (torch.rand(size, generator=gen) * 2 - 1).to(dtype)
 
-        self.query = rand(num_seqs, num_heads, head_size).to(device)
+        self.query = rand(num_seqs * q_len, num_heads, head_size).to(device)
         cache_values = torch.float32 if self.fp8_dtype else dtype  # fp8: quantized below, once the NaNs are in
         self.key_cache = rand(num_blocks, num_kv_heads, head_size // x, block_size, x, dtype=cache_values)
         self.value_cache = rand(num_blocks, num_kv_heads, head_size, block_size, dtype=cache_values)
@@ -73,16 +77,22 @@ class Problem:
             return cache.float()
         return cache.view(self.fp8_dtype).float().double() * cache_scale
 
-    def reference(self, lens=None, query=None, k_scale=None, v_scale=None, logits_soft_cap=0.0, sinks=None, window_left=-1):
-        """[num_seqs, num_heads, head_size]: the blocks gathered, a softmax in float32 (float64 for fp8
+    def reference(self, lens=None, query=None, k_scale=None, v_scale=None, logits_soft_cap=0.0, sinks=None, window_left=-1,
+                  q_len=None):
+        """[num_seqs * q_len, num_heads, head_size]: the blocks gathered, a softmax in float32 (float64 for fp8
         caches, dequantized with k_scale and v_scale, by default the problem's); logits soft-capped
         (logits_soft_cap > 0), sinks (float32 [num_heads]) in the denominator and a sliding window (window_left
-        >= 0: the last window_left + 1 positions) as pagedattn.decode takes them."""
+        >= 0: the last window_left + 1 positions) as pagedattn.decode takes them. q_len (by default the
+        problem's): new token i of a sequence of n tokens (row s * q_len + i) sees positions [0, end) with
+        end = n - q_len + 1 + i, a window the last window_left + 1 of them, ALiBi relative to end - 1; a row
+        with end <= 0 is 0."""
         lens = self.lens if lens is None else lens
         query = self.query if query is None else query
+        q_len = self.q_len if q_len is None else q_len
         key = self.dequantized(self.key_cache, self.k_scale if k_scale is None else k_scale)
         value = self.dequantized(self.value_cache, self.v_scale if v_scale is None else v_scale)
         q = query.to(key.dtype)
+        assert q.shape[0] == len(lens) * q_len, f"query rows {q.shape[0]}, {len(lens)} sequences * q_len {q_len}"
         out = torch.zeros(q.shape, dtype=key.dtype, device=q.device)
         group = self.num_heads // self.num_kv_heads
         for s, n in enumerate(lens):
@@ -93,18 +103,23 @@ class Problem:
             v = value[ids].permute(0, 3, 1, 2).reshape(-1, self.num_kv_heads, self.head_size)[:n]
             k = k.repeat_interleave(group, dim=1)  # [n, heads, d]
             v = v.repeat_interleave(group, dim=1)
-            scores = torch.einsum("hd,nhd->hn", q[s], k) * self.scale
-            if logits_soft_cap > 0:
-                scores = logits_soft_cap * torch.tanh(scores / logits_soft_cap)
-            if self.alibi_slopes is not None:
-                scores = scores + self.alibi_slopes[:, None] * (torch.arange(n, device=q.device) - n + 1)[None, :].to(q.dtype)
-            if window_left >= 0:
-                scores[:, : max(0, n - 1 - window_left)] = float("-inf")
-            if sinks is not None:  # a column of the sinks joins the softmax, its weight dropped (no value)
-                scores = torch.cat([scores, sinks.to(scores.dtype)[:, None]], dim=-1)
-                out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1)[:, :-1], v)
-            else:
-                out[s] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v)
+            for i in range(q_len):
+                end = n - q_len + 1 + i  # the row sees positions [0, end)
+                if end <= 0:
+                    continue
+                row = s * q_len + i
+                scores = torch.einsum("hd,nhd->hn", q[row], k[:end]) * self.scale
+                if logits_soft_cap > 0:
+                    scores = logits_soft_cap * torch.tanh(scores / logits_soft_cap)
+                if self.alibi_slopes is not None:
+                    scores = scores + self.alibi_slopes[:, None] * (torch.arange(end, device=q.device) - end + 1)[None, :].to(q.dtype)
+                if window_left >= 0:
+                    scores[:, : max(0, end - 1 - window_left)] = float("-inf")
+                if sinks is not None:  # a column of the sinks joins the softmax, its weight dropped (no value)
+                    scores = torch.cat([scores, sinks.to(scores.dtype)[:, None]], dim=-1)
+                    out[row] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1)[:, :-1], v[:end])
+                else:
+                    out[row] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v[:end])
         return out
 
 

@@ -63,6 +63,43 @@ def test_sliding_window(window_left):
     assert relative_error(out, ref) < tolerance(torch.float16)
 
 
+@pytest.mark.parametrize("q_len", [1, 2, 4, 8])
+def test_several_new_tokens(q_len):
+    """q_len new tokens per sequence (rows s * q_len + i), causal among them: lengths shorter than q_len (rows
+    that see nothing are 0), an empty sequence, a long one; with q_len 4 also a window, ALiBi and sinks."""
+    lens = [1, 3, 0, 5003, 1000]
+    p = Problem(lens, 24, 4, 128, alibi=q_len == 4, seed=34 + q_len, q_len=q_len)
+    window_left = 37 if q_len == 4 else -1
+    sinks = torch.tensor([float("-inf"), 0.5, 2.0, 6.0] * 6, dtype=torch.float32, device="cuda") if q_len == 4 else None
+    out = run_decode(p, q_len=q_len, window_left=window_left, sinks=sinks)
+    assert out.shape == (len(lens) * q_len, 24, 128)
+    ref = p.reference(window_left=window_left, sinks=sinks)
+    assert relative_error(out, ref) < tolerance(torch.float16)
+    for s, n in enumerate(lens):  # a row whose token sees no position: exactly 0
+        for i in range(q_len):
+            if n - q_len + 1 + i <= 0:
+                assert torch.all(out[s * q_len + i] == 0), (s, i)
+    if q_len == 1:  # the default
+        assert torch.equal(out, run_decode(p))
+
+
+def test_q_len_is_checked():
+    p = Problem([5, 40], 8, 2, 128, seed=36, q_len=4)  # 8 query rows
+    for q_len in (0, 9, -1):
+        with pytest.raises(ValueError, match="q_len"):
+            run_decode(p, q_len=q_len)
+    with pytest.raises(ValueError, match="query"):
+        run_decode(p, q_len=3)  # 8 rows: not a multiple of 3
+    with pytest.raises(ValueError, match="query"):  # 7 rows for 2 sequences of 4
+        pagedattn.decode(p.query[:-1], p.key_cache, p.value_cache, p.block_tables, p.seq_lens, max_seq_len=40, q_len=4)
+    with pytest.raises(ValueError, match="query"):
+        run_decode(p, q_len=2)  # 8 rows: 4 sequences of 2, block_tables has 2
+    with pytest.raises(ValueError, match="query"):
+        run_decode(p)  # q_len 1: 8 sequences
+    with pytest.raises(ValueError, match="out"):
+        run_decode(p, q_len=4, out=torch.empty(2, 8, 128, dtype=p.dtype, device="cuda"))  # [num_seqs, ...]
+
+
 def test_soft_cap_and_sinks_are_checked():
     p = Problem([5, 40], 8, 2, 128, seed=32)
     for bad, name in ((dict(logits_soft_cap=-1.0), "logits_soft_cap"), (dict(logits_soft_cap=float("nan")), "logits_soft_cap"),
@@ -150,7 +187,7 @@ def test_eager_path_and_operator_agree():
     same bits and raises the same errors, and the eager function declines what the dispatcher must see."""
     p = Problem([3000, 1, 700], 24, 4, 128, seed=11)
     args = [torch.full_like(p.query, float("nan")), p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, p.scale,
-            p.max_seq_len, None, 0.0, None, -1]  # (alibi_slopes, logits_soft_cap, sinks, window_left: every argument, as the operator passes them)
+            p.max_seq_len, None, 0.0, None, -1, 1]  # (alibi_slopes, logits_soft_cap, sinks, window_left, q_len: every argument, as the operator passes them)
     assert pagedattn._C.decode_eager(*args) is None
     eager = args[0].clone()
     args[0].fill_(float("nan"))

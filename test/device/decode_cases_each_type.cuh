@@ -136,6 +136,43 @@ TEST_CASE("decode " DTYPE ": sliding windows, alone and with the other variants,
   }
 }
 
+TEST_CASE("decode " DTYPE ": several new tokens per sequence (q_len 1 .. 8), alone and with the other variants, against fp64",
+          "[decode][gpu][" DTYPE "][variants][q_len]")
+{
+  GPU_TEST_SEED(seed, 3400);
+  // New token i of a sequence sees seq_len - q_len + 1 + i positions: lengths shorter than q_len (rows that
+  // see nothing, 0), of one block, not multiples of the block or the partition; GQA 1, 6 (24 rows at q_len
+  // 4: the tensor-core tile's four n-tiles) and 8 (64 rows at q_len 8: two head parts); windows, ALiBi,
+  // soft-cap and sinks on top; fixed partitions of 32 tokens (a new token's last positions in another
+  // partition than its first), the persistent grid (a loose max_seq_len); every head size in turn.
+  const int heads[][2] = {{24, 4}, {8, 8}, {16, 2}};
+  const int head_sizes[] = {64, 80, 96, 112, 128, 192, 256};
+  int combo = 0;
+  for (int q_len = 1; q_len <= pagedattn::max_q_len; ++q_len)
+  {
+    for (int variant = 0; variant < 2; ++variant)
+    {
+      ++combo;
+      const auto& h = heads[combo % 3];
+      test::DecodeShape s{{1, q_len - 1, 16, 0, 1000 + q_len, 5003}, h[0], h[1], head_sizes[combo % 7], combo % 2 ? 16 : 32};
+      s.q_len = q_len;
+      s.partition_tokens = variant == 1 && combo % 3 != 1 ? 32 : 0;
+      s.max_seq_len_override = variant == 0 && q_len % 3 == 0 ? 20000 : -1;
+      if (variant == 1)
+      {
+        s.window_left = q_len % 2 ? 37 : 700;
+        s.alibi = q_len % 3 == 1;
+        s.softcap = q_len % 3 == 2 ? 30.f : 0.f;
+        s.sinks = q_len % 4 == 3;
+      }
+      INFO("q_len " << q_len << " heads " << s.num_heads << "/" << s.num_kv_heads << " head " << s.head_size << " block " << s.block_size
+                    << " window " << s.window_left << " alibi " << s.alibi << " softcap " << s.softcap << " sinks " << s.sinks
+                    << " partition_tokens " << s.partition_tokens << " max_seq_len " << s.max_seq_len_override);
+      test::check_decode<T>(s, seed + combo);
+    }
+  }
+}
+
 TEST_CASE("decode " DTYPE ": a window as long as the sequence gives the plain bits", "[decode][gpu][" DTYPE "][variants][window]")
 {
   GPU_TEST_SEED(seed, 3200);
@@ -154,12 +191,13 @@ TEST_CASE("decode " DTYPE ": the output epilogue (a sigmoid gate) on every combi
 {
   GPU_TEST_SEED(seed, 3300);
   // One partition (a direct write), several and many combine groups (look-back), an empty sequence; the
-  // persistent grid (loose max_seq_len); with a window, soft-cap, sinks and ALiBi on top. One head size:
+  // persistent grid (loose max_seq_len); with a window, soft-cap, sinks and ALiBi on top; three new tokens. One head size:
   // each epilogue type compiles kernels of its own.
   using OneHead = std::integer_sequence<int, 128>;
-  for (int combo = 0; combo < 4; ++combo)
+  for (int combo = 0; combo < 5; ++combo)
   {
     test::DecodeShape s{{1, 17, 1000, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/128};
+    s.q_len = combo == 4 ? 3 : 1; // (the gate's rows are the output's: [num_seqs * q_len][heads][head])
     s.partition_tokens = combo == 1 ? 32 : 0;
     s.max_seq_len_override = combo == 2 ? 20000 : -1;
     if (combo == 3)

@@ -8,6 +8,7 @@
 #include "support/test_support.cuh"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <thread>
 
@@ -33,6 +34,7 @@ struct DecodeShape {
   float sink_base = 0.f; ///< added to every sink but -inf (a large one takes the whole softmax)
   int window_left = -1;  ///< DecodeArguments::window_left; the table entries of the blocks wholly before a window
                          ///< are invalid ids (-1, INT_MAX in turn) whose reading would show (NaN, error_count)
+  int q_len = 1;         ///< DecodeArguments::q_len: queries and outputs [num_seqs * q_len][num_heads][head_size]
 
   /// The sink of head h when sinks is set.
   float sink_of(int h) const
@@ -49,6 +51,8 @@ struct DecodeShape {
 
   /// Cache blocks that sequence q uses.
   int blocks_of(int q) const { return std::max(0, (seq_lens[q] + block_size - 1) / block_size); }
+  /// Positions new token i of sequence q sees (DecodeArguments::q_len): seq_len - q_len + 1 + i, at least 0.
+  int row_len(int q, int i) const { return std::max(0, seq_lens[q] - q_len + 1 + i); }
 };
 
 template <class T>
@@ -80,7 +84,7 @@ struct DeviceDecode {
   DeviceBuffer<float> d_k_scales, d_v_scales;
 
   DeviceDecode(const DecodeShape& s, std::uint64_t seed)
-      : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.num_heads * s.head_size),
+      : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.q_len * s.num_heads * s.head_size),
         block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
         sinks(sink_values(s)),
         error_count(1), k_scales(default_scales(s, 0.5f, 0.25f)), v_scales(default_scales(s, 1.5f, -0.25f)), d_k_scales(k_scales),
@@ -142,7 +146,7 @@ struct DeviceDecode {
     std::size_t next = 0;
     for (int q = 0; q < p.num_seqs; ++q)
     {
-      const int first_visible = pagedattn::window_first_visible(s.seq_lens[q], s.window_left);
+      const int first_visible = pagedattn::window_first_visible(s.seq_lens[q], pagedattn::rows_window_left(s.window_left, s.q_len));
       for (int b = 0; b < s.blocks_of(q); ++b)
       {
         const bool before_window = (b + 1) * s.block_size <= first_visible; // never to be read
@@ -150,7 +154,7 @@ struct DeviceDecode {
         ++next;
       }
     }
-    p.query.resize(std::size_t(p.num_seqs) * s.num_heads * s.head_size);
+    p.query.resize(std::size_t(p.num_seqs) * s.q_len * s.num_heads * s.head_size);
     for (std::size_t i = 0; i < p.query.size(); ++i) { p.query[i] = p.data.template query<T>(i); }
     if (s.alibi)
     {
@@ -229,6 +233,7 @@ struct DeviceDecode {
     a.logit_softcap = s.softcap;
     a.sinks = s.sinks ? sinks.get() : nullptr;
     a.window_left = s.window_left;
+    a.q_len = s.q_len;
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
     s.template layout<KvT>().describe(a);
@@ -259,14 +264,14 @@ struct DeviceDecode {
     return output.download();
   }
 
-  /// fp64 reference of one (sequence, head).
-  std::vector<double> reference(int q, int h) const
+  /// fp64 reference of one (sequence, head), of new token i of the sequence (DecodeShape::q_len).
+  std::vector<double> reference(int q, int h, int i = 0) const
   {
     const auto& s = prob.shape;
     const int kv_head = h / (s.num_heads / s.num_kv_heads);
-    return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.seq_lens[q], prob.scale, s.alibi ? prob.alibi[h] : 0.0,
-                                                     k_scale_of(kv_head), v_scale_of(kv_head), s.softcap,
-                                                     s.sinks ? s.sink_of(h) : -INFINITY, s.window_left);
+    return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.q_len == 1 ? s.seq_lens[q] : s.row_len(q, i), prob.scale,
+                                                     s.alibi ? prob.alibi[h] : 0.0, k_scale_of(kv_head), v_scale_of(kv_head), s.softcap,
+                                                     s.sinks ? s.sink_of(h) : -INFINITY, s.window_left, q * s.q_len + i);
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
@@ -285,13 +290,19 @@ struct DeviceDecode {
     return heads;
   }
 
-  /// Worst relative L2 error over the checked (sequence, head) pairs; zero-length sequences must be 0.
+  /// Worst relative L2 error over the checked (sequence, new token, head) rows; rows that see nothing must be 0.
   double worst_error(const std::vector<T>& out) const
   {
     const auto& s = prob.shape;
     double worst = 0;
-    std::vector<std::pair<int, int>> work;
-    for (int q = 0; q < prob.num_seqs; ++q) { for (int h : checked_heads()) { work.push_back({q, h}); } }
+    std::vector<std::array<int, 3>> work; // (sequence, new token, head)
+    for (int q = 0; q < prob.num_seqs; ++q)
+    {
+      for (int i = 0; i < s.q_len; ++i)
+      {
+        for (int h : checked_heads()) { work.push_back({q, i, h}); }
+      }
+    }
     std::vector<double> errs(work.size());
     // The reference is the slow part for long sequences: spread it over the host's cores.
     const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
@@ -301,14 +312,14 @@ struct DeviceDecode {
       pool.emplace_back([&, w] {
         for (std::size_t i = w; i < work.size(); i += threads)
         {
-          const auto [q, h] = work[i];
-          const auto ref = reference(q, h);
+          const auto [q, token, h] = work[i];
+          const auto ref = reference(q, h, token);
           std::vector<float> got(s.head_size);
           for (int d = 0; d < s.head_size; ++d)
           {
-            got[d] = pagedattn::ElementTraits<T>::to_float(out[(std::size_t(q) * s.num_heads + h) * s.head_size + d]);
+            got[d] = pagedattn::ElementTraits<T>::to_float(out[((std::size_t(q) * s.q_len + token) * s.num_heads + h) * s.head_size + d]);
           }
-          if (s.seq_lens[q] == 0)
+          if (s.seq_lens[q] >= 0 && s.row_len(q, token) == 0) // nothing seen (an empty sequence, a new token before it)
           {
             errs[i] = std::all_of(got.begin(), got.end(), [](float v) { return v == 0.f; }) ? 0.0 : INFINITY;
           }
@@ -365,8 +376,9 @@ cudaError_t decode_vllm(void* temp, std::size_t& bytes, const pagedattn::DecodeA
 /// A batch for the decode variants on one more path: one token, a partition's worth, an empty sequence and
 /// several combine groups, 24/4 heads, logits of tens (scale 0.5) soft-capped at 1.5 (so that no output is
 /// tiny: see the sinks' note in decode_cases_each_type.cuh) and sinks -inf, 0.5, 2, 4; ALiBi when asked;
-/// a sliding window of window_left + 1 positions (one that cuts through the blocks of 16 tokens) when >= 0.
-inline DecodeShape variants_shape(int head_size, bool alibi, int window_left = -1)
+/// a sliding window of window_left + 1 positions (one that cuts through the blocks of 16 tokens) when >= 0;
+/// q_len new tokens per sequence.
+inline DecodeShape variants_shape(int head_size, bool alibi, int window_left = -1, int q_len = 1)
 {
   DecodeShape s{{1, 700, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
   s.softcap = 1.5f;
@@ -374,11 +386,12 @@ inline DecodeShape variants_shape(int head_size, bool alibi, int window_left = -
   s.scale = 0.5f;
   s.alibi = alibi;
   s.window_left = window_left;
+  s.q_len = q_len;
   return s;
 }
 
-/// The output epilogue of the tests: each element times sigmoid(gate) at its place of a [num_seqs][num_heads]
-/// [head_size] float tensor (Qwen3.6's gated attention output, examples/gated_output.cu).
+/// The output epilogue of the tests: each element times sigmoid(gate) at its place of a [num_seqs * q_len]
+/// [num_heads][head_size] float tensor (Qwen3.6's gated attention output, examples/gated_output.cu).
 struct SigmoidGateEpilogue {
   const float* gate;
   int num_heads, head_size;
@@ -395,26 +408,27 @@ template <class T, class PolicyChain, class KvT, class HeadDims, class Layouts =
 double check_decode_with_gate(const DecodeShape& s, std::uint64_t seed)
 {
   DeviceDecode<T, KvT> dd(s, seed);
-  std::vector<float> gates(std::size_t(dd.prob.num_seqs) * s.num_heads * s.head_size);
+  std::vector<float> gates(std::size_t(dd.prob.num_seqs) * s.q_len * s.num_heads * s.head_size);
   std::mt19937 rng(static_cast<unsigned>(seed));
   std::uniform_real_distribution<float> uniform(-4.f, 4.f);
   for (float& g : gates) { g = uniform(rng); }
   DeviceBuffer<float> d_gates(gates);
   const auto out = dd.template run<PolicyChain, HeadDims, Layouts>(0, SigmoidGateEpilogue{d_gates.get(), s.num_heads, s.head_size});
   double worst = 0;
-  for (int q = 0; q < dd.prob.num_seqs; ++q)
+  for (int row = 0; row < dd.prob.num_seqs * s.q_len; ++row)
   {
+    const int q = row / s.q_len, token = row % s.q_len;
     for (int h : dd.checked_heads())
     {
-      const std::size_t base = (std::size_t(q) * s.num_heads + h) * s.head_size;
-      std::vector<double> ref = dd.reference(q, h);
+      const std::size_t base = (std::size_t(row) * s.num_heads + h) * s.head_size;
+      std::vector<double> ref = dd.reference(q, h, token);
       std::vector<float> got(s.head_size);
       for (int d = 0; d < s.head_size; ++d)
       {
         ref[d] /= 1.0 + std::exp(-double(gates[base + d]));
         got[d] = pagedattn::ElementTraits<T>::to_float(out[base + d]);
       }
-      const double err = s.seq_lens[q] == 0 ? (std::all_of(got.begin(), got.end(), [](float v) { return v == 0.f; }) ? 0.0 : INFINITY)
+      const double err = s.row_len(q, token) == 0 ? (std::all_of(got.begin(), got.end(), [](float v) { return v == 0.f; }) ? 0.0 : INFINITY)
                                             : relative_l2_error(got, ref);
       worst = std::max(worst, std::isnan(err) ? INFINITY : err);
     }

@@ -12,16 +12,17 @@ TEST_CASE("decode with the BI-V100 policy: fp16 matrix", "[decode][gpu][biv100]"
   test::run_matrix<__half, BIV100>(seed);
 }
 
-TEST_CASE("decode with the BI-V100 policy: logit soft-cap, attention sinks and sliding windows", "[decode][gpu][biv100][variants]")
+TEST_CASE("decode with the BI-V100 policy: logit soft-cap, attention sinks, sliding windows, several new tokens", "[decode][gpu][biv100][variants]")
 {
   GPU_TEST_SEED(seed, 2800);
   for (int head_size : {96, 256})
   {
-    for (const int window_left : {-1, 300})
+    for (const int config : {0, 1, 2}) // no window; a window; a window and four new tokens
     {
-      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 96, window_left);
-      INFO("head " << head_size << " window_left " << window_left);
-      test::check_decode<__half, BIV100>(s, seed + head_size + window_left);
+      const int window_left = config > 0 ? 300 : -1, q_len = config == 2 ? 4 : 1;
+      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 96, window_left, q_len);
+      INFO("head " << head_size << " window_left " << window_left << " q_len " << q_len);
+      test::check_decode<__half, BIV100>(s, seed + head_size + window_left + q_len);
     }
   }
 }

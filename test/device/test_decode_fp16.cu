@@ -57,19 +57,22 @@ TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitw
 {
   GPU_TEST_SEED(seed, 500);
   // Lengths 200 (the single-partition path alone, the partitioned path in the batch), 300 and 5000; plain,
-  // then with the decode variants (a window through a partition, soft-cap, sinks, ALiBi).
+  // then with the decode variants (a window through a partition, soft-cap, sinks, ALiBi), then with four
+  // new tokens per sequence too (the tensor-core tile's 24 rows).
   const int lengths[] = {200, 300, 5000};
-  for (int combo = 0; combo < 6; ++combo)
+  for (int combo = 0; combo < 9; ++combo)
   {
     const int len = lengths[combo % 3];
     const bool variants = combo >= 3;
-    INFO("length " << len << " variants " << variants);
+    const int q_len = combo >= 6 ? 4 : 1;
+    INFO("length " << len << " variants " << variants << " q_len " << q_len);
     test::DecodeShape alone;
     alone.num_heads = 12;
     alone.num_kv_heads = 2;
     alone.head_size = 128;
     alone.seq_lens = {len};
     alone.partition_tokens = 256; // automatic partitioning depends on the batch; a fixed size does not
+    alone.q_len = q_len;
     if (variants)
     {
       alone.window_left = 1000;
@@ -85,7 +88,7 @@ TEST_CASE("decode fp16: with a fixed partition size, a sequence's output is bitw
     const auto out_a = a.run();
     const auto out_b = b.run();
     const auto out_c = c.run();
-    const std::size_t n = std::size_t(alone.num_heads) * alone.head_size;
+    const std::size_t n = std::size_t(q_len) * alone.num_heads * alone.head_size; // sequence 0's rows
     REQUIRE(std::memcmp(out_a.data(), out_b.data(), n * sizeof(T)) == 0);
     REQUIRE(std::memcmp(out_a.data(), out_c.data(), n * sizeof(T)) == 0);
     REQUIRE(a.worst_error(out_a) < test::tolerance<T>());
@@ -341,6 +344,8 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
   { auto b = a; b.logit_softcap = NAN; expect_error(b, "logit_softcap"); }
   { auto b = a; b.logit_softcap = INFINITY; expect_error(b, "logit_softcap"); }
   { auto b = a; b.window_left = -2; expect_error(b, "window_left"); }
+  { auto b = a; b.q_len = 0; expect_error(b, "q_len"); }
+  { auto b = a; b.q_len = pagedattn::max_q_len + 1; expect_error(b, "q_len"); }
   {
     std::size_t small = 8;
     test::DeviceBuffer<char> temp(small);

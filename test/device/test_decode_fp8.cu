@@ -119,16 +119,17 @@ TEST_CASE("decode fp8: bf16 queries over e4m3 (head 256)", "[decode][gpu][fp8]")
 }
 #endif
 
-TEST_CASE("decode fp8: logit soft-cap, attention sinks and sliding windows over e4m3", "[decode][gpu][fp8][variants]")
+TEST_CASE("decode fp8: logit soft-cap, attention sinks, sliding windows, several new tokens over e4m3", "[decode][gpu][fp8][variants]")
 {
   GPU_TEST_SEED(seed, 2900);
   for (int head_size : {128, 256})
   {
-    for (const int window_left : {-1, 300})
+    for (const int config : {0, 1, 2}) // no window; a window; a window and four new tokens
     {
-      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128, window_left);
-      INFO("head " << head_size << " window_left " << window_left);
-      test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size + window_left);
+      const int window_left = config > 0 ? 300 : -1, q_len = config == 2 ? 4 : 1;
+      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128, window_left, q_len);
+      INFO("head " << head_size << " window_left " << window_left << " q_len " << q_len);
+      test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size + window_left + q_len);
     }
   }
 }

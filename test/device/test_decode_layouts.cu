@@ -157,17 +157,18 @@ TEST_CASE("decode layouts: Qwen3.6 shapes over hnd and nhd, a long sequence, a s
   }
 }
 
-TEST_CASE("decode layouts: logit soft-cap, attention sinks and sliding windows over hnd and nhd", "[decode][gpu][layouts][variants]")
+TEST_CASE("decode layouts: logit soft-cap, attention sinks, sliding windows, several new tokens over hnd and nhd", "[decode][gpu][layouts][variants]")
 {
   GPU_TEST_SEED(seed, 2750);
   for (CacheLayout layout : {CacheLayout::hnd, CacheLayout::nhd})
   {
-    for (const int window_left : {-1, 300})
+    for (const int config : {0, 1, 2}) // no window; a window; a window and four new tokens
     {
-      test::DecodeShape s = test::variants_shape(256, /*alibi=*/false, window_left);
+      const int window_left = config > 0 ? 300 : -1, q_len = config == 2 ? 4 : 1;
+      test::DecodeShape s = test::variants_shape(256, /*alibi=*/false, window_left, q_len);
       set_layout(s, layout, 0);
-      INFO("window_left " << window_left);
-      check<__half>(s, seed + int(layout) + window_left);
+      INFO("window_left " << window_left << " q_len " << q_len);
+      check<__half>(s, seed + int(layout) + window_left + q_len);
     }
   }
 }

@@ -154,6 +154,49 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   CHECK(pagedattn::detail::head_split(16).head_parts == 2);
 }
 
+TEST_CASE("several new tokens per sequence: the rows' window, the plan's span and head parts", "[policy][host][q_len]")
+{
+  // The plan lays out the union of the new tokens' windows: the first token's reaches q_len - 1 further back.
+  CHECK(pagedattn::rows_window_left(-1, 4) == -1);
+  CHECK(pagedattn::rows_window_left(0, 1) == 0);
+  CHECK(pagedattn::rows_window_left(100, 4) == 103);
+  CHECK(pagedattn::rows_window_left(0x7fffffff - 2, 8) == 0x7fffffff); // (no overflow)
+  // Each row's visible positions (QueryRow): causal among the new tokens, none before the sequence.
+  pagedattn::PagedAttentionParams<__half> p{};
+  p.q_len = 4;
+  p.gqa_ratio = 6;
+  p.window_left = 10;
+  for (int row = 0; row < 24; ++row)
+  {
+    const pagedattn::QueryRow r = pagedattn::query_row(p, /*seq=*/3, /*seq_len=*/100, /*kv_head=*/2, row);
+    INFO("row " << row);
+    CHECK(r.token == row / 6);
+    CHECK(r.head == 12 + row % 6);
+    CHECK(r.index == 3 * 4 + row / 6);
+    CHECK(r.end == 97 + row / 6);
+    CHECK(r.first_visible == r.end - 11);
+    const pagedattn::QueryRow short_row = pagedattn::query_row(p, 0, /*seq_len=*/2, 0, row);
+    CHECK(short_row.end == std::max(0, 2 - 3 + row / 6));
+    CHECK(short_row.first_visible == 0);
+  }
+  // q_len x GQA rows per KV head (Qwen3.6 with 4 drafts: 24 rows): one block of the tensor-core tile's 32
+  // rows, which reads the cache once for them all; the CUDA-core fold (fp32) in parts of up to 8 rows.
+  pagedattn::DecodeArguments<__half> a = valid_arguments();
+  a.num_heads = 24;
+  a.num_kv_heads = 4;
+  a.q_len = 4;
+  const auto plan = pagedattn::detail::make_plan<pagedattn::PagedAttentionPolicySm90>(a, 132);
+  CHECK(plan.head_split.head_parts == 1);
+  CHECK(plan.head_split.heads_per_part == 24);
+  CHECK(plan.head_split.max_heads == 32);
+  const auto plan_1 = pagedattn::detail::make_plan<pagedattn::PagedAttentionPolicySm90>(valid_arguments(), 132);
+  CHECK(plan_1.head_split.max_heads <= 8); // one new token, a group of up to 8: the tile of 8 rows, as before
+  CHECK(pagedattn::detail::head_split(24, 8).head_parts == 3);
+  CHECK(pagedattn::detail::head_split(24, 8).max_heads == 8);
+  CHECK(pagedattn::detail::head_split(64, 32).head_parts == 2);
+  CHECK(pagedattn::detail::head_split(64, 32).max_heads == 32);
+}
+
 namespace {
 /// The host's schedule of a launch: its partition size at max_seq_len and the partitions of the longest
 /// sequence (what the planning pass gives a batch of max_seq_len sequences).
@@ -353,6 +396,8 @@ TEST_CASE("validation: each bad argument is named", "[policy][host]")
   CHECK(pagedattn::detail::validate_arguments<__half, SupportedHeadDims>(valid_arguments()) == cudaSuccess);
   { auto a = valid_arguments(); a.query = nullptr; expect(a, "query"); }
   { auto a = valid_arguments(); a.partition_tokens = -32; expect(a, "partition_tokens"); }
+  { auto a = valid_arguments(); a.q_len = 0; expect(a, "q_len"); }
+  { auto a = valid_arguments(); a.q_len = pagedattn::max_q_len + 1; expect(a, "q_len"); }
   { auto a = valid_arguments(); a.output = nullptr; expect(a, "output"); }
   { auto a = valid_arguments(); a.key_cache = nullptr; expect(a, "key_cache"); }
   { auto a = valid_arguments(); a.value_cache = nullptr; expect(a, "value_cache"); }

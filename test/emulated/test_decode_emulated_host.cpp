@@ -49,6 +49,7 @@ struct Shape {
   bool sinks = false;                     ///< attention sinks per head: -inf, 0.5, 3, 1e4 in turn
   int window_left = -1;                   ///< DecodeArguments::window_left; blocks wholly before a window get
                                           ///< the table entry -1 (reading one gives NaN and an error count)
+  int q_len = 1;                          ///< DecodeArguments::q_len: rows [num_seqs * q_len][num_heads][head_size]
 };
 
 struct Problem {
@@ -70,7 +71,7 @@ struct Problem {
     for (int len : s.seq_lens) { used += (len + s.block_size - 1) / s.block_size; }
     num_blocks = used + 3; // spare blocks, NaN
     scale = 1.f / std::sqrt(float(s.head_size));
-    query.resize(std::size_t(num_seqs) * s.num_heads * s.head_size);
+    query.resize(std::size_t(num_seqs) * s.q_len * s.num_heads * s.head_size);
     for (float& q : query) { q = 3.f * uniform(rng); }
     const std::size_t cache = std::size_t(num_blocks) * s.num_kv_heads * s.head_size * s.block_size;
     key.assign(cache, std::numeric_limits<float>::quiet_NaN()); // NaN wherever no token lives
@@ -82,7 +83,7 @@ struct Problem {
     int next = 0;
     for (int q = 0; q < num_seqs; ++q)
     {
-      const int first_visible = window_first_visible(s.seq_lens[q], s.window_left);
+      const int first_visible = window_first_visible(s.seq_lens[q], rows_window_left(s.window_left, s.q_len)); // (the new tokens' first)
       for (int b = 0; b < (s.seq_lens[q] + s.block_size - 1) / s.block_size; ++b)
       {
         const bool before_window = (b + 1) * s.block_size <= first_visible;
@@ -134,10 +135,12 @@ struct Problem {
     return (head_base * shape.head_size + d) * shape.block_size + t % shape.block_size;
   }
 
-  /// fp64 attention of (seq, head); zeros for an empty sequence.
-  std::vector<double> reference(int q, int head) const
+  /// fp64 attention of (seq, head) for new token i of the sequence (Shape::q_len), which sees its first
+  /// seq_len - q_len + 1 + i positions; zeros when it sees none.
+  std::vector<double> reference(int q, int head, int i = 0) const
   {
-    const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q];
+    const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q] - shape.q_len + 1 + i;
+    const std::size_t row = std::size_t(q) * shape.q_len + i;
     std::vector<double> out(D, 0.0);
     if (len <= 0) { return out; }
     const int first = window_first_visible(len, shape.window_left);
@@ -145,7 +148,7 @@ struct Problem {
     for (int t = first; t < len; ++t)
     {
       double acc = 0;
-      for (int d = 0; d < D; ++d) { acc += double(query[(std::size_t(q) * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
+      for (int d = 0; d < D; ++d) { acc += double(query[(row * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
       const double logit = shape.softcap > 0 ? shape.softcap * std::tanh(acc * scale / shape.softcap) : acc * scale;
       score[t] = logit + (alibi.empty() ? 0.0 : double(alibi[head]) * (t - len + 1));
     }
@@ -231,6 +234,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.logit_softcap = s.softcap;
   a.sinks = prob.sinks.empty() ? nullptr : prob.sinks.data();
   a.window_left = s.window_left;
+  a.q_len = s.q_len;
   a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
   a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
   a.scale_head_stride = in.scale_head_stride;
@@ -391,8 +395,8 @@ std::pair<Inputs<__half, Fp8Storage<Format>>, Problem> fp8_problem(const Problem
   return {std::move(in), std::move(ref)};
 }
 
-/// Relative L2 error of the output against the fp64 reference, over every (sequence, head) of the sequences
-/// `only` (all when empty); every empty sequence's output exactly 0.
+/// Relative L2 error of the output against the fp64 reference, over every (sequence, new token, head) of the
+/// sequences `only` (all when empty); the output of every row that sees nothing exactly 0.
 double relative_error(const Problem& prob, const std::vector<float>& output, const std::vector<int>& only = {})
 {
   const Shape& s = prob.shape;
@@ -400,17 +404,20 @@ double relative_error(const Problem& prob, const std::vector<float>& output, con
   for (int q = 0; q < prob.num_seqs; ++q)
   {
     if (!only.empty() && std::find(only.begin(), only.end(), q) == only.end()) { continue; }
-    for (int h = 0; h < s.num_heads; ++h)
+    for (int i = 0; i < s.q_len; ++i)
     {
-      const std::vector<double> ref = prob.reference(q, h);
-      for (int d = 0; d < s.head_size; ++d)
+      for (int h = 0; h < s.num_heads; ++h)
       {
-        const float got = output[(std::size_t(q) * s.num_heads + h) * s.head_size + d];
-        INFO("sequence " << q << " (length " << s.seq_lens[q] << "), head " << h << ", dim " << d);
-        REQUIRE(std::isfinite(got));
-        if (s.seq_lens[q] == 0) { REQUIRE(got == 0.f); }
-        err += (got - ref[d]) * (got - ref[d]);
-        norm += ref[d] * ref[d];
+        const std::vector<double> ref = prob.reference(q, h, i);
+        for (int d = 0; d < s.head_size; ++d)
+        {
+          const float got = output[((std::size_t(q) * s.q_len + i) * s.num_heads + h) * s.head_size + d];
+          INFO("sequence " << q << " (length " << s.seq_lens[q] << "), new token " << i << ", head " << h << ", dim " << d);
+          REQUIRE(std::isfinite(got));
+          if (s.seq_lens[q] - s.q_len + 1 + i <= 0) { REQUIRE(got == 0.f); }
+          err += (got - ref[d]) * (got - ref[d]);
+          norm += ref[d] * ref[d];
+        }
       }
     }
   }
@@ -515,6 +522,31 @@ TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before 
   const RunResult r_rows = run_emulated<EmulatedPolicy>(rows_prob, 4, 2);
   REQUIRE(r_rows.errors == 0u);
   REQUIRE(relative_error(rows_prob, r_rows.output) < 1e-4);
+}
+
+TEST_CASE("decode, emulated on the host: several new tokens per sequence (q_len) vs fp64, causal among them",
+          "[decode][emulated][host][variants][q_len]")
+{
+  // Lengths shorter than q_len (rows that see nothing: 0), not multiples of the block or the partition; GQA 2
+  // and 6 (rows in two head parts); a window that cuts through blocks on top, with ALiBi and sinks.
+  const auto [q_len, window_left] = GENERATE(table<int, int>({{2, -1}, {4, 37}, {8, -1}, {3, 0}}));
+  Shape shape{{1, 3, 0, 301, 70, 5}};
+  shape.q_len = q_len;
+  shape.window_left = window_left;
+  shape.num_heads = q_len == 4 ? 12 : 4;
+  shape.alibi = q_len == 4;
+  shape.sinks = q_len == 8;
+  INFO("q_len " << q_len << ", window_left " << window_left);
+  const Problem prob(shape, 31);
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
+  REQUIRE(r.errors == 0u);
+  REQUIRE(relative_error(prob, r.output) < 1e-4);
+  if (q_len == 2)
+  {
+    const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
+    REQUIRE(plain.errors == 0u);
+    REQUIRE(relative_error(prob, plain.output) < 1e-4);
+  }
 }
 
 /// A test epilogue: each element becomes 2 value + seq + head / 8 + dim / 64 (its place shows in the result).

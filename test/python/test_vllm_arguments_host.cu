@@ -111,6 +111,25 @@ TEST_CASE("python op arguments: vLLM's arguments become DecodeArguments, strided
   v.window_left = 4095;
   REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
   CHECK(a.window_left == 4095);
+  // q_len new tokens per sequence: the query and out have num_seqs * q_len rows, the sequences stay 3.
+  CHECK(a.q_len == 1);
+  v.q_len = 4;
+  v.query = tensor(DType::f16, {12, 24, 128}, {4096, 128, 1});
+  v.out = tensor(DType::f16, {12, 24, 128});
+  REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  CHECK(a.q_len == 4);
+  CHECK(a.num_seqs == 3);
+  CHECK(a.window_left == 4095);
+  CHECK(a.query_seq_stride == 4096);
+  CHECK(a.output_seq_stride == 24 * 128);
+  v.q_len = pagedattn::max_q_len;
+  v.query = tensor(DType::f16, {3 * pagedattn::max_q_len, 24, 128});
+  v.out = tensor(DType::f16, {3 * pagedattn::max_q_len, 24, 128});
+  REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  CHECK(a.q_len == pagedattn::max_q_len);
+  CHECK(a.num_seqs == 3);
+  v.q_len = 1;
+  v.query = tensor(DType::f16, {3, 24, 128}, {4096, 128, 1});
   v.logits_soft_cap = 0.0;
   v.sinks = TensorInfo{};
   v.window_left = -1;
@@ -173,6 +192,15 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
       {"logits_soft_cap", [](auto& v) { v.logits_soft_cap = std::nan(""); }},
       {"window_left", [](auto& v) { v.window_left = -2; }},
       {"window_left", [](auto& v) { v.window_left = std::int64_t(1) << 31; }},
+      {"q_len", [](auto& v) { v.q_len = 0; }},
+      {"q_len", [](auto& v) { v.q_len = 9; }},
+      {"q_len", [](auto& v) { v.q_len = -1; }},
+      {"q_len", [](auto& v) { v.q_len = std::int64_t(1) << 32; }},
+      {"query", [](auto& v) { v.q_len = 2; }}, // 3 rows: not 2 per sequence
+      {"query", [](auto& v) { v.q_len = 4; v.query.size[0] = v.out.size[0] = 8; }}, // 2 sequences of 4, block_tables 3
+      {"block_tables", [](auto& v) { v.q_len = 4; v.query.size[0] = v.out.size[0] = 8; }}, // (the same message)
+      {"query", [](auto& v) { v.q_len = 4; v.query.size[0] = v.out.size[0] = 12; v.seq_lens.size[0] = 4; }}, // seq_lens 4
+      {"out", [](auto& v) { v.q_len = 4; v.query.size[0] = 12; }}, // out [3, ...]: one row per sequence
       {"max_seq_len", [](auto& v) { v.max_seq_len = -1; }},
   };
   for (const Case& c : cases)

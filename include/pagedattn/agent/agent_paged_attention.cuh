@@ -30,14 +30,6 @@ namespace pagedattn {
 
 namespace detail {
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
-
-/// Whether a policy's decode runs on tensor cores for query type T and cache type KvT: 16-bit queries, a
-/// cache of the same type or (under a policy with the sm_90 copies, whose fold is tuned for it) fp8,
-/// 32-lane warps. An fp8 cache under a cp.async policy (sm_80) takes the CUDA-core fold. (The same for
-/// every cache layout.)
-template <class T, class Policy, class KvT = T>
-inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
-                                          (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
 } // namespace detail
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
@@ -185,11 +177,11 @@ private:
     GridBarrier::Sync();
   }
 
-  /// Where a work item lies: its sequence, KV head, query heads and first token (integer divisions by
-  /// runtime values: worked out while the block waits for a load where it can). Under a sliding window the
-  /// partitions start at the window's fold start (window_fold_start; an invalid length has none).
+  /// Where a work item lies: its sequence, KV head, query rows (QueryRow) and first token (integer divisions
+  /// by runtime values: worked out while the block waits for a load where it can). Under a sliding window the
+  /// partitions start at the rows' fold start (window_fold_start; an invalid length has none).
   struct ItemPlace {
-    int seq, kv_head, first_head, heads, first_token;
+    int seq, kv_head, first_row, rows, first_token;
   };
   PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
   {
@@ -197,9 +189,10 @@ private:
     const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
     const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
     const int head_part = k - kv_head * p_.head_parts;
-    const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.window_left, p_.block_size) : 0;
-    return {seq, kv_head, kv_head * p_.gqa_ratio + head_part * p_.heads_per_part,
-            detail::min_int(p_.heads_per_part, p_.gqa_ratio - head_part * p_.heads_per_part), fold_start + item.partition * partition_tokens};
+    const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.plan.window_left, p_.block_size) : 0;
+    const int first_row = head_part * p_.heads_per_part;
+    return {seq, kv_head, first_row, detail::min_int(p_.heads_per_part, p_.q_len * p_.gqa_ratio - first_row),
+            fold_start + item.partition * partition_tokens};
   }
 
   /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
@@ -305,7 +298,7 @@ private:
   PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
                                 bool prefetched)
   {
-    const int seq = place.seq, kv_head = place.kv_head, first_head = place.first_head, heads = place.heads;
+    const int seq = place.seq, kv_head = place.kv_head, first_row = place.first_row, rows = place.rows;
     const int first_token = place.first_token;
     if (!prefetched) { Fold::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); }
     const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
@@ -314,7 +307,11 @@ private:
     {
       const bool invalid = item.num_partitions < 0;
       const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
-      for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { store_output(seq, first_head + i / HeadDim, i % HeadDim, fill); }
+      for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads)
+      {
+        const QueryRow row = query_row(p_, seq, seq_len, kv_head, first_row + i / HeadDim);
+        store_output(row.index, row.head, i % HeadDim, fill);
+      }
       if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       if constexpr (one_wave_capable)
       {
@@ -324,8 +321,8 @@ private:
     }
 
     // ---- fold this partition's tokens into the block's partial ---------------------------------------------
-    const PartitionWork work{seq,         kv_head, first_head, heads, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len),
-                             window_first_visible(seq_len, p_.window_left)};
+    const PartitionWork work{seq,         kv_head, first_row, rows, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len),
+                             window_first_visible(seq_len, p_.plan.window_left)};
     PartialStorage& own = temp_.partial();
     const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
@@ -333,12 +330,12 @@ private:
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);
-      for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads) { own.values[i] = nan; }
-      if (threadIdx.x < heads) { own.stats[2 * threadIdx.x + 1] = nan; }
+      for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads) { own.values[i] = nan; }
+      if (threadIdx.x < rows) { own.stats[2 * threadIdx.x + 1] = nan; }
       if (threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       __syncthreads();
     }
-    if (p_.sinks && item.partition == 0) { FoldSinks(own, first_head, heads); }
+    if (p_.sinks && item.partition == 0) { FoldSinks(own, seq, seq_len, kv_head, first_row, rows); }
 
     // ---- merge the partitions of the segment (or write the single partition) -----------------------------
     // The segment's partials are the slots of its items: the plan lays them out back to back.
@@ -347,33 +344,35 @@ private:
     {
       if (one_wave)
       {
-        CombineInOneWave(slots, item.partition, item.num_partitions, heads, OutputWriter{this, seq, first_head});
+        CombineInOneWave(slots, item.partition, item.num_partitions, rows, OutputWriter{this, seq, seq_len, kv_head, first_row});
         return;
       }
     }
-    Combine combine(temp_.combine(), heads);
-    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, seq, first_head});
+    Combine combine(temp_.combine(), rows);
+    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, seq, seq_len, kv_head, first_row});
   }
 
   TempStorage& temp_;
   const PagedAttentionParams<T, KvT>& p_;
   const OutputEpilogue& epilogue_;
 
-  /// Attention sinks: each query head's sink joins its partition-0 partial (fold_sink: one more token, of
-  /// value 0), so that whichever combine runs (look-back, slices, a single partition) counts it once.
-  /// Every thread first rescales its values from the old statistics, then the statistics are replaced.
-  PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, int first_head, int heads)
+  /// Attention sinks: each query row's sink (its head's) joins its partition-0 partial (fold_sink: one more
+  /// token, of value 0), so that whichever combine runs (look-back, slices, a single partition) counts it
+  /// once. Every thread first rescales its values from the old statistics, then the statistics are replaced.
+  PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, int seq, int seq_len, int kv_head, int first_row, int rows)
   {
-    for (int i = threadIdx.x; i < heads * HeadDim; i += block_threads)
+    for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads)
     {
       const int h = i / HeadDim;
       float max_score = own.stats[2 * h], exp_sum = own.stats[2 * h + 1];
-      own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, p_.sinks[first_head + h]), own.values[i]);
+      const float sink = p_.sinks[query_row(p_, seq, seq_len, kv_head, first_row + h).head];
+      own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, sink), own.values[i]);
     }
     __syncthreads();
-    if (static_cast<int>(threadIdx.x) < heads)
+    if (static_cast<int>(threadIdx.x) < rows)
     {
-      fold_sink(own.stats[2 * threadIdx.x], own.stats[2 * threadIdx.x + 1], p_.sinks[first_head + threadIdx.x]);
+      const float sink = p_.sinks[query_row(p_, seq, seq_len, kv_head, first_row + threadIdx.x).head];
+      fold_sink(own.stats[2 * threadIdx.x], own.stats[2 * threadIdx.x + 1], sink);
     }
     __syncthreads();
   }
@@ -401,16 +400,17 @@ private:
   };
   struct OutputWriter {
     const AgentPagedAttention* agent;
-    int seq, first_head;
-    /// Elements 4 vector .. 4 vector + 3 of head first_head + h, through the epilogue: one store where the
+    int seq, seq_len, kv_head, first_row;
+    /// Elements 4 vector .. 4 vector + 3 of row first_row + h, through the epilogue: one store where the
     /// output is aligned for it (the strides are the caller's), else four.
     PAGEDATTN_DEVICE void operator()(int h, int vector, float4 v) const
     {
-      const int head = first_head + h, d = 4 * vector;
-      T* dst = agent->output_ptr(seq, head, d);
+      const QueryRow row = query_row(agent->p_, seq, seq_len, kv_head, first_row + h);
+      const int index = row.index, head = row.head, d = 4 * vector;
+      T* dst = agent->output_ptr(index, head, d);
       const OutputEpilogue& e = agent->epilogue_;
-      const Vector4 packed{{ElementTraits<T>::from_float(e(v.x, seq, head, d)), ElementTraits<T>::from_float(e(v.y, seq, head, d + 1)),
-                            ElementTraits<T>::from_float(e(v.z, seq, head, d + 2)), ElementTraits<T>::from_float(e(v.w, seq, head, d + 3))}};
+      const Vector4 packed{{ElementTraits<T>::from_float(e(v.x, index, head, d)), ElementTraits<T>::from_float(e(v.y, index, head, d + 1)),
+                            ElementTraits<T>::from_float(e(v.z, index, head, d + 2)), ElementTraits<T>::from_float(e(v.w, index, head, d + 3))}};
       if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(Vector4) == 0) { *reinterpret_cast<Vector4*>(dst) = packed; }
       else
       {
@@ -420,14 +420,15 @@ private:
     }
   };
 
-  PAGEDATTN_DEVICE T* output_ptr(int seq, int head, int d) const
+  /// Element d of head `head` of output row `index` (QueryRow::index).
+  PAGEDATTN_DEVICE T* output_ptr(int index, int head, int d) const
   {
-    return p_.output + seq * p_.output_seq_stride + head * p_.output_head_stride + d;
+    return p_.output + index * p_.output_seq_stride + head * p_.output_head_stride + d;
   }
   /// One output element, through the epilogue.
-  PAGEDATTN_DEVICE void store_output(int seq, int head, int d, float value) const
+  PAGEDATTN_DEVICE void store_output(int index, int head, int d, float value) const
   {
-    *output_ptr(seq, head, d) = ElementTraits<T>::from_float(epilogue_(value, seq, head, d));
+    *output_ptr(index, head, d) = ElementTraits<T>::from_float(epilogue_(value, index, head, d));
   }
 };
 

@@ -14,8 +14,8 @@ namespace pagedattn {
 /// T: query and output; KvT: the caches' elements (T, or an fp8 format with the scales below).
 template <class T, class KvT = T>
 struct PagedAttentionParams {
-  const T* query;
-  std::int64_t query_seq_stride, query_head_stride;
+  const T* query;                                   ///< query token i of sequence s at row s * q_len + i (QueryRow)
+  std::int64_t query_seq_stride, query_head_stride; ///< (the seq stride is the stride of those rows)
   const KvT* key_cache;   ///< vLLM: [num_blocks][num_kv_heads][head_size / x][block_size][x]; token rows: see below
   const KvT* value_cache; ///< vLLM: [num_blocks][num_kv_heads][head_size][block_size]; token rows: see below
   /// Token rows (CacheLayout hnd, nhd): element d of token t of cache block b and KV head h of either cache
@@ -37,12 +37,13 @@ struct PagedAttentionParams {
   float logit_softcap;       ///< > 0: logits soft-capped (soft_capped_logit); 0: off
   const float* sinks;        ///< [num_heads] or null: attention sinks (fold_sink)
   int window_left;           ///< >= 0: a sliding window (window_first_visible); -1: off
-  T* output;
+  int q_len;                 ///< new tokens per sequence (1: plain decode; up to max_q_len: speculative drafts)
+  T* output;                 ///< rows as the query's
   std::int64_t output_seq_stride, output_head_stride;
   unsigned* error_count; ///< optional
 
   // Derived by the dispatch.
-  int heads_per_part, head_parts; ///< the GQA group of a KV head, split into parts of <= MaxHeads heads
+  int heads_per_part, head_parts; ///< a KV head's q_len x gqa_ratio query rows, split into parts of <= MaxHeads rows
   PartitionDivisor by_segments_per_seq, by_head_parts; ///< a segment's sequence and KV head by multiplies (AgentPagedAttention::PlaceOf)
   int gqa_ratio;
   /// What every block plans its work from (AgentDecodePlan): the lengths, the schedule model, the storage.
@@ -84,11 +85,35 @@ PAGEDATTN_DEVICE float cache_value_scale(const PagedAttentionParams<T, KvT>& p, 
   else { return 1.f; }
 }
 
-/// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the
-/// query heads first_head .. first_head + heads - 1 of KV head kv_head. Tokens before first_visible (a
-/// sliding window's first position; at most one cache block's) are read and masked.
+/// A query row: new token `token` (0 .. q_len - 1) of a sequence and a query head. A KV head's rows are
+/// token-major, row r = token * gqa_ratio + (head - kv_head * gqa_ratio): with q_len 1 the rows are the
+/// group's heads.
+///
+/// New token i of a sequence of seq_len tokens (the new tokens' keys and values are already in the cache)
+/// sees positions [first_visible, end): end = seq_len - q_len + 1 + i (causal among the new tokens; <= 0
+/// when the sequence is shorter than its new tokens: no position, a zero output), first_visible its
+/// sliding window's first position. `index` is the row's index in the query and output, s * q_len + i.
+struct QueryRow {
+  int token, head;
+  int index;              ///< seq * q_len + token
+  int end, first_visible; ///< the visible positions [first_visible, end), 0 <= first_visible <= end
+};
+
+template <class T, class KvT>
+PAGEDATTN_HOST_DEVICE QueryRow query_row(const PagedAttentionParams<T, KvT>& p, int seq, int seq_len, int kv_head, int row)
+{
+  const int token = p.q_len == 1 ? 0 : row / p.gqa_ratio;
+  const int last = seq_len - p.q_len + 1 + token;
+  const int end = last > 0 ? last : 0;
+  return {token, kv_head * p.gqa_ratio + row - token * p.gqa_ratio, seq * p.q_len + token, end, window_first_visible(end, p.window_left)};
+}
+
+/// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the query
+/// rows first_row .. first_row + rows - 1 of KV head kv_head (QueryRow). Tokens before first_visible (the
+/// rows' earliest window position; at most one cache block's) are read and masked, and each row masks
+/// the positions it does not see.
 struct PartitionWork {
-  int seq, kv_head, first_head, heads;
+  int seq, kv_head, first_row, rows;
   int seq_len;
   int first_token, end_token; ///< first_token < end_token <= seq_len
   int first_visible;          ///< < end_token, and < first_token + block_size

@@ -4,8 +4,10 @@
 // AgentPagedAttentionPolicy and override what they change; a caller's own policy does the same. Every
 // member has a default that is valid on every architecture (the CUDA-core fold, the seeds' partitions).
 #include <cstddef>
+#include <type_traits>
 
 #include <pagedattn/util_arch.cuh>
+#include <pagedattn/util_fp8.cuh>
 
 namespace pagedattn {
 
@@ -47,5 +49,20 @@ struct AgentPagedAttentionPolicy {
   /// Launches that fit one wave may be cooperative and combine by slices (AgentSliceCombine).
   static constexpr bool one_wave_combine = false;
 };
+
+namespace detail {
+/// Whether a policy's decode runs on tensor cores for query type T and cache type KvT: 16-bit queries, a
+/// cache of the same type or (under a policy with the sm_90 copies, whose fold is tuned for it) fp8,
+/// 32-lane warps. An fp8 cache under a cp.async policy (sm_80) takes the CUDA-core fold. (The same for
+/// every cache layout.)
+template <class T, class Policy, class KvT = T>
+inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
+                                          (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
+
+/// Query rows (QueryRow: heads x new tokens) one thread block folds at most: the tensor-core tile's four
+/// n-tiles (BlockTileTensorCore), the CUDA-core fold's max_heads_per_block (its partials live in registers).
+template <class T, class Policy, class KvT = T>
+inline constexpr int max_rows_per_block = uses_tensor_cores<T, Policy, KvT> ? 32 : 8;
+} // namespace detail
 
 } // namespace pagedattn

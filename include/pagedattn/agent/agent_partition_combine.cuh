@@ -58,8 +58,10 @@ class AgentPartitionCombine {
 public:
   /// Partials folded per batch (one L2 round trip, FoldBatch): a whole group, or, in a look-back fold, the
   /// inclusive value found plus up to a group's worth of aggregates (up to 9 groups, 72 partitions, the
-  /// whole look-back fold is one round trip).
-  static constexpr int fold_batch = partition_group_size + 1;
+  /// whole look-back fold is one round trip). With more than 8 rows (the tensor-core tile's 32: several new
+  /// tokens per sequence) two: a thread holds a batch's values of its columns in registers (fold_batch x
+  /// vectors_per_thread float4: 2 x 16 at 32 rows of head 256).
+  static constexpr int fold_batch = MaxHeads <= 8 ? partition_group_size + 1 : 1;
 
   struct TempStorage {
     float max_score[MaxHeads];
@@ -106,8 +108,11 @@ public:
     PAGEDATTN_TRACE_POINT(TracePoint::aggregate_stored);
     if (!temp_.last_arrival) { return; }
 
-    // 2. fold the group (this block's own aggregate is still in registers: it is not loaded back)
-    FoldSequence([&](int q) { return q == partition ? running_value : state.partial(segment, q); }, group_first, group_size, /*fresh=*/true);
+    // 2. fold the group (this block's own aggregate is still in registers, which serves while the fold is a
+    //    single batch: a later batch would find the running value changed, and reads the stored aggregate)
+    const bool group_one_batch = group_size <= fold_batch;
+    FoldSequence([&](int q) { return q == partition && group_one_batch ? running_value : state.partial(segment, q); }, group_first, group_size,
+                 /*fresh=*/true);
     PAGEDATTN_TRACE_POINT(TracePoint::group_folded);
     const int num_groups = ceil_div(num_partitions, partition_group_size);
     if (num_groups == 1)

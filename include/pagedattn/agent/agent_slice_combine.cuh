@@ -27,15 +27,19 @@ class AgentSliceCombine {
   static constexpr int max_vectors = MaxHeads * vectors_per_head;
   static constexpr int group_size = partition_group_size;
 
-  /// The most group values a slice needs: ceil(V / P) vectors x ceil(P / group_size) groups, over P >= 2.
-  static constexpr int max_slice_group_values()
+  /// The staging a segment of P partitions and `heads` heads needs: the factors of every step (P x heads
+  /// SoftmaxRescale, 16-byte aligned), then the slice's group values (ceil(V / P) vectors x ceil(P /
+  /// group_size) groups of float4). Laid out per launch, so that the storage is the largest sum over P, not
+  /// the sum of the largest (at 32 rows of head 256: 53 KB instead of 65 KB).
+  static constexpr int step_bytes(int parts, int heads) { return ceil_div(parts * heads * static_cast<int>(sizeof(SoftmaxRescale)), 16) * 16; }
+  static constexpr int staging_bytes(int parts, int heads)
+  {
+    return step_bytes(parts, heads) + ceil_div(heads * vectors_per_head, parts) * ceil_div(parts, group_size) * static_cast<int>(sizeof(float4));
+  }
+  static constexpr int max_staging_bytes()
   {
     int most = 0;
-    for (int p = 2; p <= one_wave_max_partitions; ++p)
-    {
-      const int n = ceil_div(max_vectors, p) * ceil_div(p, group_size);
-      most = n > most ? n : most;
-    }
+    for (int p = 2; p <= one_wave_max_partitions; ++p) { most = staging_bytes(p, MaxHeads) > most ? staging_bytes(p, MaxHeads) : most; }
     return most;
   }
 
@@ -44,10 +48,11 @@ public:
   static constexpr int max_groups = max_partitions / group_size;
 
   struct TempStorage {
-    SoftmaxRescale step[max_partitions][MaxHeads];     ///< factors folding partition q into its group (q not first)
     float2 group_stats[max_groups][MaxHeads];          ///< (max score, exp sum) of every group aggregate
     SoftmaxRescale group_step[max_groups][MaxHeads];   ///< factors folding group g into the segment (g > 0)
-    float4 group_values[max_slice_group_values()];     ///< the slice's vectors of every group aggregate
+    /// The factors folding partition q into its group (q not first), [q][head], then the slice's vectors of
+    /// every group aggregate (staging_bytes; Step and GroupValues).
+    alignas(16) unsigned char staging[max_staging_bytes()];
   };
 
   /// What one thread loads first and which work items it owns, worked out before the grid barrier
@@ -159,7 +164,7 @@ public:
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        temp_.step[g * group_size + q][h] = r[q];
+        Step(g * group_size + q, h) = r[q];
         const bool inside = q < stat_count;
         l = inside ? rescaled_sum(r[q], l, s[q].y) : l;
         group_max = inside ? r[q].max_score : group_max;
@@ -186,7 +191,7 @@ public:
 #pragma unroll
       for (int q = 1; q < group_size; ++q)
       {
-        if (q < count) { r[q] = temp_.step[g * group_size + q][h]; }
+        if (q < count) { r[q] = Step(g * group_size + q, h); }
       }
       float4 a = x[0];
 #pragma unroll
@@ -194,7 +199,7 @@ public:
       {
         if (q < count) { a = rescaled_sum(r[q], a, x[q]); }
       }
-      temp_.group_values[pair] = a;
+      GroupValues(plan.parts)[pair] = a;
     }
     // 2b. per (group g > 0, head h), counted from the block's last thread (which 2a leaves idle unless
     //     the slice is wide): the factors folding group g into the fold of groups 0..g-1 (the running
@@ -216,12 +221,13 @@ public:
     for (int i = threadIdx.x; i < plan.slice_vectors; i += BlockThreads)
     {
       const int v = plan.v0 + i, h = v / vectors_per_head;
-      float4 o = temp_.group_values[i];
+      const float4* group_values = GroupValues(plan.parts);
+      float4 o = group_values[i];
       float l = temp_.group_stats[0][h].y;
       for (int g = 1; g < plan.groups; ++g)
       {
         const SoftmaxRescale r = temp_.group_step[g][h];
-        o = rescaled_sum(r, o, temp_.group_values[g * plan.slice_vectors + i]);
+        o = rescaled_sum(r, o, group_values[g * plan.slice_vectors + i]);
         l = rescaled_sum(r, l, temp_.group_stats[g][h].y);
       }
       write(h, v % vectors_per_head, normalized_output(o, l));
@@ -231,6 +237,11 @@ public:
 private:
   TempStorage& temp_;
   int heads_;
+
+  /// The factors folding partition q into its group, for head h (TempStorage::staging).
+  PAGEDATTN_DEVICE SoftmaxRescale& Step(int q, int h) const { return reinterpret_cast<SoftmaxRescale*>(temp_.staging)[q * heads_ + h]; }
+  /// The slice's group values of a segment of `parts` partitions, after its factors.
+  PAGEDATTN_DEVICE float4* GroupValues(int parts) const { return reinterpret_cast<float4*>(temp_.staging + step_bytes(parts, heads_)); }
 
   /// The vector at `values` of `count` consecutive partials (`stride` float4s apart) into x (nothing for
   /// count 0).

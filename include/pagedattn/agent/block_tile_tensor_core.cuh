@@ -1,21 +1,26 @@
 #pragma once
 // The tensor-core fold of one KV tile (a KvTileStage or KvTileStageBulk in shared memory: Stage) into a thread block's running
-// partials, for up to 8 query heads of a GQA group, with mma.sync m16n8k16 (fp16/bf16, sm_80+).
+// partials, for up to Rows query rows of a KV head (QueryRow: its GQA group's heads x the new tokens), with mma.sync m16n8k16
+// (fp16/bf16, sm_80+). Below, "heads" are those rows; each row masks the positions it does not see.
 //
-// The products are computed transposed, so that the 8 heads fill the mma's n = 8:
+// The products are computed transposed, so that the heads fill the mma's n = 8, in n-tiles of 8 heads (Rows / 8
+// of them: one with a GQA group of up to 8 and one new token, up to 4 with several new tokens):
 //   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
 //   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
+// Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows. An
+// n-tile past the work's rows is skipped (warp-uniform).
 // and the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
-//   softmax: after a barrier, warp w owns heads w * 8/Warps .. (w+1) * 8/Warps - 1: it sums the Warps
+//   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
 //       partials of its heads (in warp order), runs their online softmax (it alone keeps their running
 //       max and sum), and writes P and each head's rescale factor to shared memory.
 //   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
 // So each K and V byte is read from shared memory once, no work is repeated across warps, no warp keeps
 // more than its slice of Q and O in registers, and the block's partial needs no block-wide reduce.
 //
-// Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh):
+// Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh; head g of n-tile n is
+// row 8n + g):
 //   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the stage;
 //       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
 //   softmax: lane l of warp w owns head w * 8/Warps + l / lanes_per_head and tokens_per_lane consecutive
@@ -52,10 +57,11 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T>
+template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T, int Rows = 8>
 class BlockTileTensorCore {
 public:
-  static constexpr int max_heads = 8; ///< the mma's n
+  static constexpr int max_heads = Rows;      ///< query rows (a multiple of the mma's n = 8)
+  static constexpr int n_tiles = Rows / 8;
   static constexpr int block_threads = Warps * warp_threads;
   static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
@@ -75,23 +81,38 @@ public:
   static constexpr int lanes_per_head = warp_threads / heads_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
-  static_assert(Warps >= 1 && Warps <= 4 && max_heads % Warps == 0, "the warps split the 8 heads evenly, >= 2 tokens per lane");
+  static_assert(Rows % 8 == 0 && Rows <= 32, "rows: n-tiles of 8, up to 4");
+  static_assert(Warps >= 1 && Warps <= 4 && max_heads % Warps == 0 && warp_threads % heads_per_warp == 0 && tokens_per_lane >= 2,
+                "the warps split the heads evenly, a power of two per warp, >= 2 tokens per lane");
 
   struct TempStorage {
     alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
     alignas(16) T p[max_heads][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
     float alpha[max_heads];                                   ///< each head's rescale factor of the running output
-    /// PartitionWork::first_visible (a sliding window's first position), set by the fold before its first
-    /// tile: read where the mask needs it, it holds no register through the tile loop (the persistent
-    /// kernel at head 256 spilled 80 bytes more with it in a register).
-    int first_visible;
+    /// Each row's visible positions [row_first_visible, row_end) (QueryRow; rows past the work's: none), set
+    /// by StoreRowMasks before the first tile: read where the mask needs them, they hold no register through
+    /// the tile loop (the persistent kernel at head 256 spilled 80 bytes more with a window's first position
+    /// in a register).
+    int row_first_visible[max_heads], row_end[max_heads];
   };
 
-  /// Loads the warp's slice of the group's queries (heads past `heads` stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, int seq, int kv_head, int first_head,
-                                       int heads, int log2_block_size)
-      : temp_(temp), p_(p), layout_(log2_block_size), heads_(heads)
+  /// Threads 0 .. max_heads - 1: the rows' visible positions (StoreRowMasks' callers sync before Consume).
+  static PAGEDATTN_DEVICE void StoreRowMasks(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work)
   {
+    const int r = threadIdx.x;
+    if (r < max_heads)
+    {
+      const QueryRow row = r < work.rows ? query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r) : QueryRow{};
+      temp.row_first_visible[r] = row.first_visible;
+      temp.row_end[r] = row.end;
+    }
+  }
+
+  /// Loads the warp's slice of the rows' queries (rows past work.rows stay zero) and resets the state.
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, int log2_block_size)
+      : temp_(temp), p_(p), layout_(log2_block_size), heads_(work.rows)
+  {
+    const int kv_head = work.kv_head, heads = work.rows;
     if constexpr (is_fp8<KvT>)
     {
       scales_.score = p.scale * cache_key_scale(p, kv_head);
@@ -100,28 +121,35 @@ public:
     else { (void)kv_head; }
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
-    const T* row = p.query + seq * p.query_seq_stride + (first_head + g) * p.query_head_stride;
     const int softmax_head = warp * heads_per_warp + lane / lanes_per_head;
-    slope_ = p.alibi_slopes && softmax_head < heads ? p.alibi_slopes[first_head + softmax_head] : 0.f;
+    slope_ = p.alibi_slopes && softmax_head < heads ? p.alibi_slopes[query_row(p, work.seq, work.seq_len, kv_head, work.first_row + softmax_head).head] : 0.f;
 #pragma unroll
-    for (int i = 0; i < steps_per_warp; ++i)
+    for (int n = 0; n < n_tiles; ++n)
     {
-      const int s = warp + i * Warps;
-      query_[i] = uint2{0, 0};
-      if (s < k_steps && g < heads)
-      {
-        // Element-wise: query rows need not be 4-byte aligned. (fp8: k-slots 2q.. hold dims 4q.., above.)
-        const T* d = row + 16 * s + (fp8_cache ? 4 * q : 2 * q);
-        query_[i] = fp8_cache ? uint2{pack(d[0], d[1]), pack(d[2], d[3])} : uint2{pack(d[0], d[1]), pack(d[8], d[9])};
-      }
+      const int r = 8 * n + g; // this lane's B row
+      const QueryRow query = query_row(p, work.seq, work.seq_len, kv_head, work.first_row + (r < heads ? r : 0));
+      const T* row = p.query + query.index * p.query_seq_stride + query.head * p.query_head_stride;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) { out_[i][k] = 0.f; }
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        const int s = warp + i * Warps;
+        uint2 fragment{0, 0};
+        if (s < k_steps && r < heads)
+        {
+          // Element-wise: query rows need not be 4-byte aligned. (fp8: k-slots 2q.. hold dims 4q.., above.)
+          const T* d = row + 16 * s + (fp8_cache ? 4 * q : 2 * q);
+          fragment = fp8_cache ? uint2{pack(d[0], d[1]), pack(d[2], d[3])} : uint2{pack(d[0], d[1]), pack(d[8], d[9])};
+        }
+        query_[i][n] = fragment;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) { out_[i][n][k] = 0.f; }
+      }
     }
     max_score_ = -INFINITY;
     exp_sum_ = 0.f;
   }
 
-  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token or < temp.first_visible masked) held in
+  /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token, or not visible to a row, masked) held in
   /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
   /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
@@ -130,7 +158,7 @@ public:
   /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
   template <bool PartialTile>
-  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token, int seq_len)
+  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
@@ -138,9 +166,13 @@ public:
     const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
 
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
-    float s[2 * Slabs][4];
+    float s[2 * Slabs][n_tiles][4];
 #pragma unroll
-    for (int r = 0; r < 2 * Slabs; ++r) { s[r][0] = s[r][1] = s[r][2] = s[r][3] = 0.f; }
+    for (int r = 0; r < 2 * Slabs; ++r)
+    {
+#pragma unroll
+      for (int n = 0; n < n_tiles; ++n) { s[r][n][0] = s[r][n][1] = s[r][n][2] = s[r][n][3] = 0.f; }
+    }
 #pragma unroll
     for (int i = 0; i < steps_per_warp; ++i)
     {
@@ -157,9 +189,17 @@ public:
           std::uint32_t a[4][2];
 #pragma unroll
           for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(k[e], a[e][0], a[e][1]); }
-          mma_m16n8k16<T>(s[2 * j], a[0][0], a[1][0], a[0][1], a[1][1], query_[i].x, query_[i].y);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(s[2 * j][n], a[0][0], a[1][0], a[0][1], a[1][1], query_[i][n].x, query_[i][n].y); }
+          }
           if (PartialTile && 2 * j + 1 >= live_steps) { break; }
-          mma_m16n8k16<T>(s[2 * j + 1], a[2][0], a[3][0], a[2][1], a[3][1], query_[i].x, query_[i].y);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(s[2 * j + 1][n], a[2][0], a[3][0], a[2][1], a[3][1], query_[i][n].x, query_[i][n].y); }
+          }
         }
       }
       else
@@ -170,7 +210,11 @@ public:
           if (PartialTile && r >= live_steps) { break; } // block-uniform
           std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
           ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
-          mma_m16n8k16<T>(s[r], a0, a1, a2, a3, query_[i].x, query_[i].y);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(s[r][n], a0, a1, a2, a3, query_[i][n].x, query_[i][n].y); }
+          }
         }
       }
     }
@@ -178,7 +222,11 @@ public:
     for (int r = 0; r < 2 * Slabs; ++r)
     {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) { temp_.scores[warp][2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][k]; }
+      for (int n = 0; n < n_tiles; ++n)
+      {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) { temp_.scores[warp][8 * n + 2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][n][k]; }
+      }
     }
     __syncthreads();
 
@@ -206,24 +254,29 @@ public:
       for (int e = 0; e < tokens_per_lane; ++e) { score[e] = soft_capped_logit(score[e], p_.logit_softcap); }
     }
     float tile_max = -INFINITY;
-    const int first_visible = temp_.first_visible;
+    // The row's live tokens: [first_visible, min(end_token, row end)) (first_visible: a sliding window's first
+    // position, else 0), one compare per token.
+    const int first_visible = temp_.row_first_visible[sh], row_end = temp_.row_end[sh];
+    const int live_end = min(end_token, row_end);
+    const unsigned live_tokens = live_end > first_visible ? static_cast<unsigned>(live_end - first_visible) : 0u;
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
       float v = score[e];
-      if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, seq_len); }
-      // Live: [first_visible, end_token) (first_visible: a sliding window's first position, else 0), one compare.
-      score[e] = static_cast<unsigned>(token - first_visible) < static_cast<unsigned>(end_token - first_visible) ? v : -INFINITY;
+      if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, row_end); }
+      score[e] = static_cast<unsigned>(token - first_visible) < live_tokens ? v : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }
 #pragma unroll
     for (int mask = 1; mask < lanes_per_head; mask *= 2) { tile_max = fmaxf(tile_max, arch::shfl_xor(tile_max, mask)); }
-    float tile_sum = 0.f; // tile_max is finite: the tile holds a visible token
+    // -inf where the row sees none of the tile's tokens (a new token before the tile's end, a padding row).
+    const float shift = tile_max == -INFINITY ? 0.f : tile_max;
+    float tile_sum = 0.f;
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
-      score[e] = __expf(score[e] - tile_max); // masked tokens: exp(-inf) = 0
+      score[e] = __expf(score[e] - shift); // masked tokens: exp(-inf) = 0
       tile_sum += score[e];
     }
 #pragma unroll
@@ -239,15 +292,19 @@ public:
     if (lane % lanes_per_head == 0) { temp_.alpha[sh] = rs.alpha; }
     __syncthreads();
 
-    // The output columns of this lane are heads 2q and 2q + 1.
-    const float alpha0 = temp_.alpha[2 * q], alpha1 = temp_.alpha[2 * q + 1];
+    // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
 #pragma unroll
-    for (int i = 0; i < steps_per_warp; ++i)
+    for (int n = 0; n < n_tiles; ++n)
     {
-      out_[i][0] = detail::mul_rn(alpha0, out_[i][0]);
-      out_[i][1] = detail::mul_rn(alpha1, out_[i][1]);
-      out_[i][2] = detail::mul_rn(alpha0, out_[i][2]);
-      out_[i][3] = detail::mul_rn(alpha1, out_[i][3]);
+      const float alpha0 = temp_.alpha[8 * n + 2 * q], alpha1 = temp_.alpha[8 * n + 2 * q + 1];
+#pragma unroll
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        out_[i][n][0] = detail::mul_rn(alpha0, out_[i][n][0]);
+        out_[i][n][1] = detail::mul_rn(alpha1, out_[i][n][1]);
+        out_[i][n][2] = detail::mul_rn(alpha0, out_[i][n][2]);
+        out_[i][n][3] = detail::mul_rn(alpha1, out_[i][n][3]);
+      }
     }
 
     // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
@@ -257,12 +314,16 @@ public:
       for (int j = 0; j < Slabs; ++j)
       {
         if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        std::uint32_t b[2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
+        std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int n = 0; n < n_tiles; ++n)
         {
-          b[h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][32 * j + 16 * h + 2 * q]);
-          b[h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][32 * j + 16 * h + 8 + 2 * q]);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+          {
+            b[n][h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 2 * q]);
+            b[n][h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 8 + 2 * q]);
+          }
         }
 #pragma unroll
         for (int i = 0; i < steps_per_warp; ++i)
@@ -277,9 +338,17 @@ public:
           std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
 #pragma unroll
           for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
-          mma_m16n8k16<T>(out_[i], a[0][0], a[0][1], a[1][0], a[1][1], b[0][0], b[0][1]);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[0][0], a[0][1], a[1][0], a[1][1], b[n][0][0], b[n][0][1]); }
+          }
           if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-          mma_m16n8k16<T>(out_[i], a[2][0], a[2][1], a[3][0], a[3][1], b[1][0], b[1][1]);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[2][0], a[2][1], a[3][0], a[3][1], b[n][1][0], b[n][1][1]); }
+          }
         }
       }
     }
@@ -289,8 +358,13 @@ public:
       for (int j = 0; j < Slabs; ++j)
       {
         if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        const uint2 b0 = *reinterpret_cast<const uint2*>(&temp_.p[g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
-        const uint2 b1 = *reinterpret_cast<const uint2*>(&temp_.p[g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
+        uint2 b0[n_tiles], b1[n_tiles];
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
+          b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
+        }
         const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(stage[j].v);
 #pragma unroll
         for (int i = 0; i < steps_per_warp; ++i)
@@ -313,9 +387,17 @@ public:
           std::uint32_t a[4][2];
 #pragma unroll
           for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
-          mma_m16n8k16<T>(out_[i], a[0][0], a[1][0], a[0][1], a[1][1], b0.x, b0.y);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[0][0], a[1][0], a[0][1], a[1][1], b0[n].x, b0[n].y); }
+          }
           if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-          mma_m16n8k16<T>(out_[i], a[2][0], a[3][0], a[2][1], a[3][1], b1.x, b1.y);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[2][0], a[3][0], a[2][1], a[3][1], b1[n].x, b1[n].y); }
+          }
         }
       }
     }
@@ -325,8 +407,13 @@ public:
       for (int st = 0; st < 2 * Slabs; ++st)
       {
         if (PartialTile && st >= live_steps) { break; } // block-uniform
-        const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 2 * q]);
-        const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&temp_.p[g][16 * st + 8 + 2 * q]);
+        std::uint32_t b0[n_tiles], b1[n_tiles];
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          b0[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 2 * q]);
+          b1[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 8 + 2 * q]);
+        }
 #pragma unroll
         for (int i = 0; i < steps_per_warp; ++i)
         {
@@ -338,7 +425,11 @@ public:
             ldmatrix_x4_trans(&stage[st / 2].v[layout_.value_row_unit(16 * (st % 2) + 8 * upper + row8, 2 * m + half)], a0, a1, a2, a3);
           }
           else { ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3); }
-          mma_m16n8k16<T>(out_[i], a0, a1, a2, a3, b0, b1);
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a0, a1, a2, a3, b0[n], b1[n]); }
+          }
         }
       }
     }
@@ -356,11 +447,15 @@ public:
       const int m = warp + i * Warps;
       if (m >= k_steps) { break; }
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
+      for (int n = 0; n < n_tiles; ++n)
       {
-        // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
-        const int head = 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
-        if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][k] * value_scale() : out_[i][k]; }
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+        {
+          // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
+          const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
+          if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
+        }
       }
     }
     const int sh = warp * heads_per_warp + lane / lanes_per_head;
@@ -372,6 +467,9 @@ public:
   }
 
 private:
+  /// Whether n-tile n holds a row of the work (n-tile 0 always; uniform across the block).
+  PAGEDATTN_DEVICE bool live_n_tile(int n) const { return n == 0 || 8 * n < heads_; }
+
   struct Fp8Scales {
     float score, value; ///< softmax scale x K's scale; V's scale
   };
@@ -393,8 +491,8 @@ private:
   typename Stage::Layout layout_;
   int heads_;
   float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
-  uint2 query_[steps_per_warp];      ///< head g, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
-  float out_[steps_per_warp][4];     ///< O^T fragments of this warp's m-tiles
+  uint2 query_[steps_per_warp][n_tiles]; ///< head g of each n-tile, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
+  float out_[steps_per_warp][n_tiles][4]; ///< O^T fragments of this warp's m-tiles, per n-tile
   float max_score_, exp_sum_;        ///< this lane's softmax head (the same in all lanes_per_head lanes)
 
   static PAGEDATTN_DEVICE std::uint32_t pack(T lo, T hi)

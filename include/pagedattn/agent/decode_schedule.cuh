@@ -189,6 +189,14 @@ PAGEDATTN_HOST_DEVICE int window_span_bound(int max_seq_len, int window_left, in
   return window_left + block_size; // (w + 1 + (block_size - 1): the window and its first block's head)
 }
 
+/// The window the plan lays out for a sequence's q_len new tokens together (the union of theirs): the
+/// first new token's reaches q_len - 1 positions further back than the last's (QueryRow). -1: none.
+PAGEDATTN_HOST_DEVICE int rows_window_left(int window_left, int q_len)
+{
+  if (window_left < 0) { return -1; }
+  return window_left > 0x7fffffff - (q_len - 1) ? 0x7fffffff : window_left + q_len - 1;
+}
+
 /// Combine groups of a segment of P partitions: none when one partition writes its output directly.
 PAGEDATTN_HOST_DEVICE int groups_of(int partitions, int group_size)
 {

@@ -35,16 +35,16 @@ public:
   /// Nothing to stage: the warp tiles read the block table as they go.
   static PAGEDATTN_DEVICE void Prefetch(TempStorage&, const PagedAttentionParams<T, KvT>&, int, int, int) {}
 
-  /// Block-wide. Writes the block's partial of each head h < work.heads to stats[2h], stats[2h + 1]
+  /// Block-wide. Writes the block's partial of each query row h < work.rows to stats[2h], stats[2h + 1]
   /// (max score, exp sum) and values[h * HeadDim + d]; returns true (in every thread) if a live token's
   /// block id lay outside the cache (that tile was skipped, never read).
   static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, float* stats,
                                    float* values)
   {
     if (threadIdx.x == 0) { temp.invalid = 0; }
-    WarpTile::LoadQueries(temp.tile, p, work.seq, work.first_head, work.heads, block_threads);
+    WarpTile::LoadQueries(temp.tile, p, work, block_threads);
     __syncthreads();
-    WarpTile warp_tile(temp.tile, temp.phase.loop, p, work.seq, work.first_head, work.heads);
+    WarpTile warp_tile(temp.tile, temp.phase.loop, p, work.kv_head, work.rows);
     for (int token0 = work.first_token + arch::warp_id() * tile_tokens; token0 < work.end_token; token0 += warps * tile_tokens)
     {
       // Lane t's token: its cache block, checked before anything is read from it.
@@ -56,7 +56,7 @@ public:
         if (arch::lane_id() == 0) { temp.invalid = 1; }
         continue; // never dereference it
       }
-      warp_tile.Consume(WarpTileContext{work.kv_head, work.first_head, work.heads, work.seq_len, token0, work.end_token, work.first_visible, block_id});
+      warp_tile.Consume(WarpTileContext{work.kv_head, token0, work.end_token, block_id});
     }
     __syncthreads(); // every warp is done with phase.loop before phase.reduce reuses it
 
@@ -64,7 +64,7 @@ public:
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g)
     {
-      if (g >= work.heads) { continue; } // uniform across the block
+      if (g >= work.rows) { continue; } // uniform across the block
       const typename Reduce::Stats s = warp_tile.ReduceHead(reduce, g);
       for (int d = threadIdx.x; d < HeadDim; d += block_threads) { values[g * HeadDim + d] = reduce.weighted_v(d); }
       if (threadIdx.x == 0)

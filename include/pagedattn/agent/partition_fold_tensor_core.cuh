@@ -70,11 +70,14 @@ public:
   static_assert(sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, false>::Storage) ==
                     sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim, sizeof(KvT))>::Storage),
                 "the host sizes the block's storage with either token-row stage");
+  /// Query rows of the tile: one n-tile of 8 (a GQA group of up to 8 heads, one new token), else four.
+  static constexpr int tile_rows = MaxHeads <= 8 ? 8 : 32;
   /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
+  /// One with four n-tiles: their scores take registers per slab (2 m-tiles x 4 n-tiles x 4 floats).
   static constexpr int slab_bytes = static_cast<int>(sizeof(typename Stage::Storage)); ///< K and V of 32 tokens (and any padding)
   static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
-  static constexpr int slabs = slabs_fitting >= 2 ? 2 : 1;
+  static constexpr int slabs = slabs_fitting >= 2 && tile_rows == 8 ? 2 : 1;
   /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
   /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
   /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
@@ -82,10 +85,10 @@ public:
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT>;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT, tile_rows>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
-  static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 8 query heads");
+  static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 32 query rows");
 
   /// Cache blocks of a partition: the dispatch keeps partition_tokens / block_size within this.
   static constexpr int max_partition_blocks = Policy::max_partition_blocks;
@@ -137,7 +140,7 @@ public:
       }
 #endif
     }
-    if (threadIdx.x == 0) { temp.tile.first_visible = work.first_visible; } // (read after the tile loop's barriers)
+    Tile::StoreRowMasks(temp.tile, p, work); // (read after the tile loop's barriers)
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
@@ -168,7 +171,7 @@ public:
       }
     };
 
-    Tile tile(temp.tile, p, work.seq, work.kv_head, work.first_head, work.heads, log2_block_size);
+    Tile tile(temp.tile, p, work, log2_block_size);
 #pragma unroll
     for (int i = 0; i < stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)
@@ -196,9 +199,9 @@ public:
       {
         // Visible to the tile's PV product after the barriers inside Consume.
         if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
-        tile.template Consume<true>(folded, token0, work.end_token, work.seq_len);
+        tile.template Consume<true>(folded, token0, work.end_token);
       }
-      else { tile.template Consume<false>(folded, token0, work.end_token, work.seq_len); }
+      else { tile.template Consume<false>(folded, token0, work.end_token); }
     }
     if constexpr (bulk_copies)
     {

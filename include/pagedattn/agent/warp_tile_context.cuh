@@ -9,12 +9,8 @@ namespace pagedattn {
 
 struct WarpTileContext {
   int kv_head;
-  int first_head;    ///< first query head of the block's group
-  int heads;         ///< query heads of the block's group (<= the tile's head capacity)
-  int seq_len;
   int token0;        ///< first token of the tile (live: token0 < end_token)
   int end_token;     ///< end of the partition's valid tokens
-  int first_visible; ///< a sliding window's first position (PartitionWork::first_visible): earlier tokens are masked
   int lane_block_id; ///< cache block of token token0 + lane, checked to lie in [0, num_blocks) when live
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA-core warp tile of the paged decode (every type; the only path for fp32 and on BI-V100).
 //
-// A warp folds warp_threads tokens at a time into one running WarpAttentionPartial per query head:
+// A warp folds warp_threads tokens at a time into one running WarpAttentionPartial per query row (QueryRow:
+// a head of the KV head's GQA group and a new token; "head" below):
 //   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
 //       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
@@ -38,32 +39,45 @@ public:
   using Partial = WarpAttentionPartial<HeadDim>;
   static_assert(HeadDim % x == 0, "a key is a whole number of 16-byte vectors");
 
-  /// Block-wide: the group's queries, pre-scaled, fp32.
+  /// Block-wide: the rows' queries, pre-scaled, fp32, and what each row sees (QueryRow).
   struct SharedStorage {
     alignas(16) float query[MaxHeads][HeadDim];
+    int row_first_visible[MaxHeads], row_end[MaxHeads];
+    float row_slope[MaxHeads]; ///< ALiBi's slope of the row's head (0 without ALiBi)
   };
   /// Per-warp scratch of the main loop (may alias other storage after the loop).
   struct LoopStorage {
     alignas(16) float weights[Warps][MaxHeads][tile_tokens];
   };
 
-  /// Block-wide: queries to shared memory. The caller syncs before the first Consume().
-  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, int seq, int first_head,
-                                           int heads, int block_threads)
+  /// Block-wide: the rows' queries and masks to shared memory. The caller syncs before the first Consume().
+  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work,
+                                           int block_threads)
   {
-    const float scale = p.scale * cache_key_scale(p, first_head / p.gqa_ratio); // a block's heads share a KV head
+    const float scale = p.scale * cache_key_scale(p, work.kv_head);
     for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
     {
       const int g = i / HeadDim, d = i % HeadDim;
-      shared.query[g][d] =
-          g < heads ? ElementTraits<T>::to_float(p.query[seq * p.query_seq_stride + (first_head + g) * p.query_head_stride + d]) * scale
-                    : 0.f;
+      float q = 0.f;
+      if (g < work.rows)
+      {
+        const QueryRow row = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g);
+        q = ElementTraits<T>::to_float(p.query[row.index * p.query_seq_stride + row.head * p.query_head_stride + d]) * scale;
+      }
+      shared.query[g][d] = q;
+    }
+    for (int g = threadIdx.x; g < MaxHeads; g += block_threads)
+    {
+      const QueryRow row = g < work.rows ? query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g) : QueryRow{};
+      shared.row_first_visible[g] = row.first_visible;
+      shared.row_end[g] = row.end;
+      shared.row_slope[g] = p.alibi_slopes && g < work.rows ? p.alibi_slopes[row.head] : 0.f;
     }
   }
 
-  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p, int /*seq*/,
-                                   int first_head, int /*heads*/)
-      : shared_(shared), loop_(loop), p_(p), value_scale_(cache_value_scale(p, first_head / p.gqa_ratio))
+  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p, int kv_head,
+                                   int rows)
+      : shared_(shared), loop_(loop), p_(p), value_scale_(cache_value_scale(p, kv_head)), rows_(rows)
   {
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }
@@ -75,8 +89,6 @@ public:
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int pos = c.token0 + lane;
     const bool live = pos < c.end_token;
-    // In the softmax: a sliding window masks the tokens before first_visible too (one compare for both ends).
-    const bool visible = static_cast<unsigned>(pos - c.first_visible) < static_cast<unsigned>(c.end_token - c.first_visible);
     const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
     // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
     const std::int64_t key_token_stride = TokenRows ? p_.cache_token_stride : x;
@@ -97,7 +109,7 @@ public:
 #pragma unroll
         for (int g = 0; g < MaxHeads; ++g)
         {
-          if (g < c.heads)
+          if (g < rows_)
           {
 #pragma unroll
             for (int e = 0; e < x; e += 4)
@@ -117,16 +129,19 @@ public:
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g)
     {
-      if (g < c.heads)
+      if (g < rows_)
       {
+        // Visible to row g: [its first visible position, its end), within the live tokens (one compare).
+        const int first_visible = shared_.row_first_visible[g], row_end = shared_.row_end[g];
+        const bool visible = live && static_cast<unsigned>(pos - first_visible) < static_cast<unsigned>(row_end - first_visible);
         float s = -INFINITY;
         if (visible)
         {
           s = score[g];
           if (p_.logit_softcap > 0.f) { s = soft_capped_logit(s, p_.logit_softcap); } // uniform
-          if (p_.alibi_slopes) { s = alibi_logit(s, p_.alibi_slopes[c.first_head + g], pos, c.seq_len); }
+          if (p_.alibi_slopes) { s = alibi_logit(s, shared_.row_slope[g], pos, row_end); }
         }
-        const float tile_max = WarpReduceShfl<float>::AllMax(s); // finite: the tile holds a visible token
+        const float tile_max = WarpReduceShfl<float>::AllMax(s); // -inf when no token of the tile is visible (then e = 0)
         const float e = visible ? expf(s - tile_max) : 0.f;
         const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
         if constexpr (is_fp8<KvT>) { loop_.weights[warp][g][lane] = beta * e * value_scale_; } // (the exp sum stays unscaled)
@@ -163,7 +178,7 @@ public:
 #pragma unroll
             for (int g = 0; g < MaxHeads; ++g)
             {
-              if (g < c.heads)
+              if (g < rows_)
               {
                 const float4 w0 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j]);
                 const float4 w1 = *reinterpret_cast<const float4*>(&loop_.weights[warp][g][8 * j + 4]);
@@ -258,7 +273,7 @@ private:
 #pragma unroll
         for (int g = 0; g < MaxHeads; ++g)
         {
-          if (g < c.heads)
+          if (g < rows_)
           {
             const float w = loop_.weights[warp][g][8 * j + t];
 #pragma unroll
@@ -273,6 +288,7 @@ private:
   LoopStorage& loop_;
   const PagedAttentionParams<T, KvT>& p_;
   const float value_scale_; ///< V's dequantization scale (1 unless the cache is fp8)
+  const int rows_;          ///< the block's query rows (<= MaxHeads)
   Partial partial_[MaxHeads];
 };
 

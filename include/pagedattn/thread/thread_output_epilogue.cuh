@@ -11,7 +11,8 @@ namespace pagedattn {
 ///   __device__ float operator()(float value, int seq, int head, int dim) const;
 ///
 /// called once per element (value: the attention output in float, before the conversion to the output
-/// type; seq, head, dim: where it is stored), on every path that writes the output: the combines, a
+/// type; seq, head, dim: where it is stored, seq the output's row s * q_len + i of new token i of sequence s,
+/// the sequence itself at q_len 1), on every path that writes the output: the combines, a
 /// single partition's direct write, and the 0 of an empty or the NaN of an invalid sequence. It lives in the
 /// kernel's parameters (DecodeArguments::output_epilogue is copied there at each launch; a graph replays
 /// the captured copy), so pointers it holds must stay valid, and the data they point to may change

@@ -30,11 +30,11 @@ using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 /// it is stored (thread/thread_output_epilogue.cuh; by default nothing).
 template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue>
 struct DecodeArguments {
-  T* output = nullptr;                 ///< [num_seqs][num_heads][head_size] (strides below)
-  std::int64_t output_seq_stride = 0;  ///< 0: num_heads * head_size
+  T* output = nullptr;                 ///< [num_seqs * q_len][num_heads][head_size] (strides below)
+  std::int64_t output_seq_stride = 0;  ///< between rows of the first index; 0: num_heads * head_size
   std::int64_t output_head_stride = 0; ///< 0: head_size
-  const T* query = nullptr;            ///< [num_seqs][num_heads][head_size]
-  std::int64_t query_seq_stride = 0;   ///< 0: num_heads * head_size
+  const T* query = nullptr;            ///< [num_seqs * q_len][num_heads][head_size]: new token i of sequence s is row s * q_len + i
+  std::int64_t query_seq_stride = 0;   ///< between rows of the first index; 0: num_heads * head_size
   std::int64_t query_head_stride = 0;  ///< 0: head_size
   const KvT* key_cache = nullptr;      ///< laid out as cache_layout says (default: vLLM's 5-D key cache)
   const KvT* value_cache = nullptr;    ///< likewise (default: vLLM's 4-D value cache)
@@ -67,6 +67,10 @@ struct DecodeArguments {
   int window_left = -1;                ///< >= 0: a sliding window, the new token sees the last window_left + 1 positions
                                        ///< [seq_len - 1 - window_left, seq_len) (0: itself only); cache blocks wholly
                                        ///< before them are never read, nor their block table entries; -1: off
+  int q_len = 1;                       ///< new tokens per sequence, 1 .. max_q_len (speculative decoding: the drafts to
+                                       ///< verify); all q_len tokens' keys and values are in the cache, and new token i
+                                       ///< sees positions [0, seq_len - q_len + 1 + i) (causal among them; nothing when that
+                                       ///< is <= 0: a zero output), a window its last window_left + 1 of them
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   OutputEpilogue output_epilogue{};    ///< applied to each output element (value, seq, head, dim) before the store
@@ -79,7 +83,11 @@ struct DecodeArguments {
 using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 128, 192, 256>;
 /// Cache block sizes the library supports.
 inline constexpr int supported_block_sizes[] = {8, 16, 32};
-/// GQA heads computed by one thread block at most; larger groups are split into head parts.
+/// Query rows (heads x new tokens) one thread block of the CUDA-core fold computes at most (the tensor-core
+/// tile: 32, detail::max_rows_per_block); a KV head's larger set of rows (q_len x its GQA group) is split into
+/// head parts, each of which reads the KV head's cache again.
 inline constexpr int max_heads_per_block = 8;
+/// The most new tokens per sequence (DecodeArguments::q_len).
+inline constexpr int max_q_len = 8;
 
 } // namespace pagedattn

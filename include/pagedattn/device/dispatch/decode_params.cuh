@@ -41,6 +41,7 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, OutputEpi
   p.logit_softcap = a.logit_softcap;
   p.sinks = a.sinks;
   p.window_left = a.window_left;
+  p.q_len = a.q_len;
   p.output = a.output;
   p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
@@ -57,7 +58,7 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, OutputEpi
                              plan_item_budget(plan.model, plan.num_segments, plan.capacity.items),
                              a.partition_tokens,
                              plan.host_tokens,
-                             a.window_left,
+                             rows_window_left(a.window_left, a.q_len),
                              a.block_size,
                              {}};
   p.plan.uniform = uniform_layout_of(p.plan, partition_group_size);

@@ -4,6 +4,7 @@
 // blocks, the schedule model every block of the decode evaluates on the device, the temporary storage and the
 // grid. Nothing here calls the CUDA runtime (test/device/test_policy_host.cu runs it on the host).
 #include <pagedattn/agent/decode_schedule.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
@@ -33,17 +34,18 @@ std::string list_head_dims(std::integer_sequence<int, HeadDims...>)
 template <int... HeadDims>
 bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return ((h == HeadDims) || ...); }
 
-/// How a KV head's group of query heads is split over thread blocks.
+/// How a KV head's query rows (its GQA group's heads x the new tokens, QueryRow) are split over thread blocks.
 struct HeadSplit {
   int head_parts;     ///< blocks per (sequence, KV head, partition)
-  int heads_per_part; ///< query heads per block (the last part may have fewer)
-  int max_heads;      ///< the kernel instantiation: 1, 4 or 8
+  int heads_per_part; ///< query rows per block (the last part may have fewer)
+  int max_heads;      ///< the kernel instantiation: 1, 4 or 8 rows (the CUDA-core fold), 8 or 32 (the tensor-core tile)
 };
-inline HeadSplit head_split(int gqa_ratio)
+/// rows: q_len x gqa_ratio; max_rows: a block's most (max_rows_per_block of the policy: 8 or 32).
+inline HeadSplit head_split(int rows, int max_rows = max_heads_per_block)
 {
-  const int parts = (gqa_ratio + max_heads_per_block - 1) / max_heads_per_block;
-  const int per_part = (gqa_ratio + parts - 1) / parts;
-  return {parts, per_part, per_part == 1 ? 1 : per_part <= 4 ? 4 : 8};
+  const int parts = (rows + max_rows - 1) / max_rows;
+  const int per_part = (rows + parts - 1) / parts;
+  return {parts, per_part, per_part == 1 ? 1 : per_part <= 4 ? 4 : per_part <= 8 ? 8 : 32};
 }
 
 template <CacheLayout... Layouts>
@@ -144,6 +146,10 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT, OutputEpilogue>& a)
   {
     return bad("logit_softcap must be finite and >= 0 (0: off), got " + std::to_string(a.logit_softcap));
   }
+  if (a.q_len < 1 || a.q_len > max_q_len)
+  {
+    return bad("q_len must be in [1, " + std::to_string(max_q_len) + "], got " + std::to_string(a.q_len));
+  }
   if (a.window_left < -1) { return bad("window_left must be >= -1 (-1: no window), got " + std::to_string(a.window_left)); }
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if constexpr (is_fp8<KvT>)
@@ -228,7 +234,7 @@ template <class Policy, class T, class KvT, class OutputEpilogue>
 int choose_partition_tokens(const DecodeArguments<T, KvT, OutputEpilogue>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
-  const int span = window_span(a.max_seq_len, a.window_left, a.block_size); // (max_seq_len without a window)
+  const int span = window_span(a.max_seq_len, rows_window_left(a.window_left, a.q_len), a.block_size); // (max_seq_len without a window)
   const UniformBatchItems items{num_segments > 0 ? num_segments : 1, span};
   return choose_partition_tokens(schedule_model<Policy>(a, sm_count), span, items);
 }
@@ -262,13 +268,13 @@ template <class Policy, class T, class KvT, class OutputEpilogue>
 DecodePlan make_plan(const DecodeArguments<T, KvT, OutputEpilogue>& a, int sm_count)
 {
   DecodePlan plan{};
-  plan.head_split = head_split(a.num_heads / a.num_kv_heads);
+  plan.head_split = head_split(a.q_len * (a.num_heads / a.num_kv_heads), max_rows_per_block<T, Policy, KvT>);
   plan.segments_per_seq = a.num_kv_heads * plan.head_split.head_parts;
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * plan.segments_per_seq;
   plan.model = schedule_model<Policy>(a, sm_count);
   plan.host_tokens = choose_partition_tokens<Policy>(a, plan.num_segments, sm_count);
   // Any length under the bound is planned over at most span_bound tokens (max_seq_len without a window).
-  const int span_bound = window_span_bound(a.max_seq_len, a.window_left, a.block_size);
+  const int span_bound = window_span_bound(a.max_seq_len, rows_window_left(a.window_left, a.q_len), a.block_size);
   plan.capacity = schedule_capacity(plan.model, plan.num_segments, span_bound, a.partition_tokens, plan.host_tokens, partition_group_size);
   plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
   plan.temp_bytes = plan.layout.total_bytes;

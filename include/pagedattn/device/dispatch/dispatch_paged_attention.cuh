@@ -28,9 +28,10 @@ constexpr bool has_token_rows(CacheLayoutList<Layouts...>) { return ((Layouts !=
 template <CacheLayout... Layouts>
 constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts == CacheLayout::vllm) || ...); }
 
-/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 heads
-/// for the CUDA-core fold; the tensor-core tile always computes 8 heads (the mma's n), so one instantiation
-/// serves every group. Caches in token rows take kernels of their own (both folds read them differently),
+/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 rows
+/// for the CUDA-core fold; the tensor-core tile computes n-tiles of 8 rows (the mma's n): one instantiation
+/// of 8 serves every GQA group of up to 8 with one new token, one of 32 larger sets of rows (its n-tiles
+/// past the rows skipped). Caches in token rows take kernels of their own (both folds read them differently),
 /// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
 /// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
 template <class T, class KvT, class OutputEpilogue, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
@@ -40,7 +41,11 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
   auto with_staging = [&](auto head_dim, auto rows) {
     constexpr int D = decltype(head_dim)::value;
     constexpr bool R = decltype(rows)::value;
-    if constexpr (uses_tensor_cores<T, Policy, KvT>) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
+    if constexpr (uses_tensor_cores<T, Policy, KvT>)
+    {
+      if (max_heads <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
+      else { result = f(DecodeKernel<T, D, 32, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
+    }
     else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
     else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
