@@ -490,6 +490,15 @@ TEST_CASE("decode, emulated on the host: logit soft-cap and attention sinks vs f
   }
 }
 
+/// Run the problem emulated on the default policy (the persistent grid of 4 blocks, or the plain launch with 3
+/// resident) and require no error count and the fp64 reference's output.
+static void require_reference_output(const Problem& prob, bool persistent = true)
+{
+  const RunResult r = run_emulated<EmulatedPolicy>(prob, persistent ? 4 : 3, 2, 0, 0, persistent);
+  REQUIRE(r.errors == 0u);
+  REQUIRE(relative_error(prob, r.output) < 1e-4);
+}
+
 TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before the window never read",
           "[decode][emulated][host][variants][window]")
 {
@@ -506,22 +515,12 @@ TEST_CASE("decode, emulated on the host: sliding windows vs fp64, blocks before 
   shape.sinks = window_left == 299;
   INFO("window_left " << window_left << ", block_size " << block_size);
   const Problem prob(shape, 23);
-  const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
-  REQUIRE(r.errors == 0u);
-  REQUIRE(relative_error(prob, r.output) < 1e-4);
-  if (window_left == 40)
-  {
-    const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
-    REQUIRE(plain.errors == 0u);
-    REQUIRE(relative_error(prob, plain.output) < 1e-4);
-  }
+  require_reference_output(prob);
+  if (window_left == 40) { require_reference_output(prob, /*persistent=*/false); }
   if (window_left != 299) { return; }
   Shape rows = shape;
   rows.layout = CacheLayout::hnd;
-  const Problem rows_prob(rows, 23);
-  const RunResult r_rows = run_emulated<EmulatedPolicy>(rows_prob, 4, 2);
-  REQUIRE(r_rows.errors == 0u);
-  REQUIRE(relative_error(rows_prob, r_rows.output) < 1e-4);
+  require_reference_output(Problem(rows, 23));
 }
 
 TEST_CASE("decode, emulated on the host: several new tokens per sequence (q_len) vs fp64, causal among them",
@@ -538,15 +537,8 @@ TEST_CASE("decode, emulated on the host: several new tokens per sequence (q_len)
   shape.sinks = q_len == 8;
   INFO("q_len " << q_len << ", window_left " << window_left);
   const Problem prob(shape, 31);
-  const RunResult r = run_emulated<EmulatedPolicy>(prob, 4, 2);
-  REQUIRE(r.errors == 0u);
-  REQUIRE(relative_error(prob, r.output) < 1e-4);
-  if (q_len == 2)
-  {
-    const RunResult plain = run_emulated<EmulatedPolicy>(prob, 3, 2, 0, 0, /*persistent=*/false);
-    REQUIRE(plain.errors == 0u);
-    REQUIRE(relative_error(prob, plain.output) < 1e-4);
-  }
+  require_reference_output(prob);
+  if (q_len == 2) { require_reference_output(prob, /*persistent=*/false); }
 }
 
 /// A test epilogue: each element becomes 2 value + seq + head / 8 + dim / 64 (its place shows in the result).
