@@ -59,8 +59,9 @@ public:
   /// Partials folded per batch (one L2 round trip, FoldBatch): a whole group, or, in a look-back fold, the
   /// inclusive value found plus up to a group's worth of aggregates (up to 9 groups, 72 partitions, the
   /// whole look-back fold is one round trip). With more than 8 rows (the tensor-core tile's 32: several new
-  /// tokens per sequence) two: a thread holds a batch's values of its columns in registers (fold_batch x
-  /// vectors_per_thread float4: 2 x 16 at 32 rows of head 256).
+  /// tokens per sequence) one: a thread holds the running value of its columns and a batch's in registers,
+  /// (1 + fold_batch) x vectors_per_thread float4, 16 each at 32 rows of head 256 (batches of 2 and 3
+  /// spilled and ran slower: bench/results/issue18-session19/experiments.md).
   static constexpr int fold_batch = MaxHeads <= 8 ? partition_group_size + 1 : 1;
 
   struct TempStorage {

@@ -7,9 +7,9 @@
 // of them: one with a GQA group of up to 8 and one new token, up to 4 with several new tokens):
 //   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
 //   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
-// Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows. An
-// n-tile past the work's rows is skipped (warp-uniform).
-// and the block's warps split the head dimension, never the tokens:
+// Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows (an
+// n-tile past the work's rows is skipped, uniformly), and the block's warps split the head dimension,
+// never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
 //   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
@@ -23,7 +23,7 @@
 // row 8n + g):
 //   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the stage;
 //       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
-//   softmax: lane l of warp w owns head w * 8/Warps + l / lanes_per_head and tokens_per_lane consecutive
+//   softmax: lane l of warp w owns head w * Rows/Warps + l / lanes_per_head and tokens_per_lane consecutive
 //       tokens; a head's max and sum reduce over its lanes_per_head lanes.
 //   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4 (V in token
 //       rows, KvTileStageRows: one ldmatrix_x4_trans of the rows of tokens 16s ..); B = P^T:
