@@ -31,7 +31,7 @@ class AgentSliceCombine {
   /// 16-byte aligned), then the slice's group values (ceil(V / P) vectors x ceil(P / group_size) groups of
   /// float4). Laid out per launch, so that the storage is the largest sum over P, not the sum of the
   /// largest (at 32 rows of head 256: 53 KB instead of 65 KB, a block under sm_86's 99 KB).
-  static constexpr int step_bytes(int parts) { return ceil_div(parts * MaxHeads * static_cast<int>(sizeof(SoftmaxRescale)), 16) * 16; }
+  PAGEDATTN_HOST_DEVICE static constexpr int step_bytes(int parts) { return ceil_div(parts * MaxHeads * static_cast<int>(sizeof(SoftmaxRescale)), 16) * 16; }
   static constexpr int staging_bytes(int parts)
   {
     return step_bytes(parts) + ceil_div(max_vectors, parts) * ceil_div(parts, group_size) * static_cast<int>(sizeof(float4));
