@@ -1,6 +1,7 @@
 // Compiled, never run, for each of the project's architectures that the GPU tests are not compiled for:
-// CI compiles the tests for the H200's sm_90 alone (PAGEDATTN_TEST_CUDA_ARCHITECTURES in .ci/run, where
-// bench/h200_run.sh runs them), and this unit keeps the other architectures' code building. It instantiates
+// CI compiles the tests to sm_90's PTX alone (PAGEDATTN_TEST_CUDA_ARCHITECTURES=90-virtual in .ci/run;
+// bench/h200_run.sh builds them for sm_90 and runs them), and this unit keeps every architecture's code
+// building through ptxas (the inline PTX of each path is assembled: sm_80's and sm_90's). It instantiates
 // every fold and staging the default policies take there, for each query and cache type and each cache
 // layout, and the BI-V100 policy's configuration: the tensor-core folds at heads 96 (token rows that are
 // not whole 128-byte slabs) and 256, the CUDA-core fold (fp32, fp8 below sm_90, BI-V100) at one of them
