@@ -14,7 +14,11 @@ void check_limits()
   using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
   using Fold = typename Agent::Fold;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= Policy::smem_budget_bytes);
+  // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
+  // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
+  // Hopper (session 19 made one of 110 KB before this check).
+  constexpr std::size_t budget = MaxHeads > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -67,6 +71,11 @@ void check_policy(std::integer_sequence<int, HeadDims...>)
   (check_limits<Policy, T, HeadDims, 8, KvT>(), ...);
   (check_limits<Policy, T, HeadDims, 8, KvT, true>(), ...); // the kernels of caches in token rows (hnd, nhd)
   (check_limits<Policy, T, HeadDims, 1, KvT, true>(), ...);
+  if constexpr (pagedattn::detail::max_rows_per_block<T, Policy, KvT> == 32) // the tensor-core tile's blocks of up to 32 rows
+  {
+    (check_limits<Policy, T, HeadDims, 32, KvT>(), ...);
+    (check_limits<Policy, T, HeadDims, 32, KvT, true>(), ...);
+  }
 }
 
 template <class Policy>
