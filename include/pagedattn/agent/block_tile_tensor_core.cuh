@@ -7,9 +7,8 @@
 // of them: one with a GQA group of up to 8 and one new token, up to 4 with several new tokens):
 //   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
 //   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
-// Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows (an
-// n-tile past the work's rows is skipped, uniformly), and the block's warps split the head dimension,
-// never the tokens:
+// Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows, and
+// the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
 //   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
@@ -18,6 +17,10 @@
 //   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
 // So each K and V byte is read from shared memory once, no work is repeated across warps, no warp keeps
 // more than its slice of Q and O in registers, and the block's partial needs no block-wide reduce.
+// An n-tile past the work's rows (24 rows in the 32-row tile) still takes its mma, on zero queries and
+// zero weights: an mma.sync under a condition costs a warp-convergence instruction each and is issued
+// predicated anyway, and the skip made 64x4096q4 15 % slower (bench/NOTES.md, session 21). Its scores are
+// not stored, and a warp whose softmax rows all lie there skips the softmax (their P stays zero).
 //
 // Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh; head g of n-tile n is
 // row 8n + g):
@@ -67,11 +70,12 @@ public:
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
-  /// Floats per head row of the partial scores: conflict-free float2 reads. (+ 4 would also make the QK
-  /// stores conflict-free and fit three blocks to an SM at head 128, but the schedule model's waves count
-  /// two: 64x4096 at 32/8 heads ran 16 % slower, bench/NOTES.md session 14. Not until the model counts
-  /// the kernel's real occupancy.)
-  static constexpr int score_stride = tile_tokens + 8;
+  /// Floats per head row of the partial scores. One n-tile: + 8, conflict-free float2 reads (+ 4 would also
+  /// make the QK stores conflict-free and fit three blocks to an SM at head 128, but the schedule model's
+  /// waves count two: 64x4096 at 32/8 heads ran 16 % slower, bench/NOTES.md session 14). Several: + 4, the
+  /// QK stores (rows 2q apart) and the softmax's 16-byte reads (8 tokens per lane) conflict-free, where + 8
+  /// made both two-way (Nsight Compute, 64x4096q4); the block's size is the combine's there.
+  static constexpr int score_stride = tile_tokens + (n_tiles > 1 ? 4 : 8);
   static constexpr bool fp8_cache = is_fp8<KvT>;
   /// An fp8 V in token rows: the PV product's m-rows permuted within each 16 dims (Consume, StorePartial).
   static constexpr bool fp8_value_rows = fp8_cache && Stage::Layout::value_rows;
@@ -105,6 +109,12 @@ public:
       const QueryRow row = r < work.rows ? query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r) : QueryRow{};
       temp.row_first_visible[r] = row.first_visible;
       temp.row_end[r] = row.end;
+      if (r >= work.rows) // a row past the work's: its softmax may be skipped (Consume), so its P and factor are 0
+      {
+        temp.alpha[r] = 0.f;
+#pragma unroll
+        for (int t = 0; t < p_stride; t += 2) { *reinterpret_cast<std::uint32_t*>(&temp.p[r][t]) = 0u; }
+      }
     }
   }
 
@@ -164,6 +174,21 @@ public:
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
     const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
+    // 16-bit stages: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
+    // advances (linear_units), computed once per tile: an add per ldmatrix, not the layout's arithmetic.
+    // [h]: the slab's 16-token half h (QK's m-tile r % 2; PV's k-step st % 2).
+    int k_first[2] = {}, v_first[2] = {}, k_advance = 0, v_advance = 0;
+    if constexpr (!fp8_cache && linear_units)
+    {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+      {
+        k_first[h] = layout_.k_unit(2 * warp + upper, 16 * h + 8 * half + row8);
+        v_first[h] = value_unit(h, warp, upper, half, row8);
+      }
+      k_advance = layout_.k_unit(2 * (warp + Warps) + upper, 8 * half + row8) - k_first[0];
+      v_advance = value_unit(0, warp + Warps, upper, half, row8) - v_first[0];
+    }
 
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
     float s[2 * Slabs][n_tiles][4];
@@ -192,13 +217,13 @@ public:
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
           {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(s[2 * j][n], a[0][0], a[1][0], a[0][1], a[1][1], query_[i][n].x, query_[i][n].y); }
+            mma_m16n8k16<T>(s[2 * j][n], a[0][0], a[1][0], a[0][1], a[1][1], query_[i][n].x, query_[i][n].y);
           }
           if (PartialTile && 2 * j + 1 >= live_steps) { break; }
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
           {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(s[2 * j + 1][n], a[2][0], a[3][0], a[2][1], a[3][1], query_[i][n].x, query_[i][n].y); }
+            mma_m16n8k16<T>(s[2 * j + 1][n], a[2][0], a[3][0], a[2][1], a[3][1], query_[i][n].x, query_[i][n].y);
           }
         }
       }
@@ -209,11 +234,12 @@ public:
         {
           if (PartialTile && r >= live_steps) { break; } // block-uniform
           std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-          ldmatrix_x4(&stage[r / 2].k[layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8)], a0, a1, a2, a3);
+          const int unit = linear_units ? k_first[r % 2] + i * k_advance : layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8);
+          ldmatrix_x4(&stage[r / 2].k[unit], a0, a1, a2, a3);
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
           {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(s[r][n], a0, a1, a2, a3, query_[i][n].x, query_[i][n].y); }
+            mma_m16n8k16<T>(s[r][n], a0, a1, a2, a3, query_[i][n].x, query_[i][n].y);
           }
         }
       }
@@ -224,6 +250,7 @@ public:
 #pragma unroll
       for (int n = 0; n < n_tiles; ++n)
       {
+        if (!live_n_tile(n)) { continue; } // uniform: its rows' softmax is skipped too
 #pragma unroll
         for (int k = 0; k < 4; ++k) { temp_.scores[warp][8 * n + 2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][n][k]; }
       }
@@ -231,6 +258,200 @@ public:
     __syncthreads();
 
     // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
+    // (A warp whose heads are a whole n-tile past the work's rows skips it: no live n-tile reads their P.)
+    if (heads_per_warp < 8 || live_n_tile(warp * heads_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
+    __syncthreads();
+
+    // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
+#pragma unroll
+    for (int n = 0; n < n_tiles; ++n)
+    {
+      const float alpha0 = temp_.alpha[8 * n + 2 * q], alpha1 = temp_.alpha[8 * n + 2 * q + 1];
+#pragma unroll
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        out_[i][n][0] = detail::mul_rn(alpha0, out_[i][n][0]);
+        out_[i][n][1] = detail::mul_rn(alpha1, out_[i][n][1]);
+        out_[i][n][2] = detail::mul_rn(alpha0, out_[i][n][2]);
+        out_[i][n][3] = detail::mul_rn(alpha1, out_[i][n][3]);
+      }
+    }
+
+    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
+    if constexpr (fp8_cache && Stage::Layout::value_rows)
+    {
+#pragma unroll
+      for (int j = 0; j < Slabs; ++j)
+      {
+        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+        std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+          {
+            b[n][h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 2 * q]);
+            b[n][h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 8 + 2 * q]);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          // Matrix e: token rows 8e .. 8e + 7 of the slab, 16 bytes = dims 16m .. 16m + 15; lane (g, q) gets
+          // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
+          // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
+          std::uint32_t v[4];
+          ldmatrix_x4_trans(&stage[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
+          std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            mma_m16n8k16<T>(out_[i][n], a[0][0], a[0][1], a[1][0], a[1][1], b[n][0][0], b[n][0][1]);
+          }
+          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            mma_m16n8k16<T>(out_[i][n], a[2][0], a[2][1], a[3][0], a[3][1], b[n][1][0], b[n][1][1]);
+          }
+        }
+      }
+    }
+    else if constexpr (fp8_cache)
+    {
+#pragma unroll
+      for (int j = 0; j < Slabs; ++j)
+      {
+        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+        uint2 b0[n_tiles], b1[n_tiles];
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
+          b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
+        }
+        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(stage[j].v);
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
+          if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
+          {
+            ldmatrix_x4(&stage[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
+          }
+          else // bs 8: a dim's 8 tokens per block, read as words
+          {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+              v[e] = *reinterpret_cast<const std::uint32_t*>(v_bytes + layout_.v_fp8_byte(16 * m + g + 8 * (e & 1), 16 * (e >> 1) + 4 * q));
+            }
+          }
+          std::uint32_t a[4][2];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            mma_m16n8k16<T>(out_[i][n], a[0][0], a[1][0], a[0][1], a[1][1], b0[n].x, b0[n].y);
+          }
+          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            mma_m16n8k16<T>(out_[i][n], a[2][0], a[3][0], a[2][1], a[3][1], b1[n].x, b1[n].y);
+          }
+        }
+      }
+    }
+    else
+    {
+#pragma unroll
+      for (int st = 0; st < 2 * Slabs; ++st)
+      {
+        if (PartialTile && st >= live_steps) { break; } // block-uniform
+        std::uint32_t b0[n_tiles], b1[n_tiles];
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          b0[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 2 * q]);
+          b1[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 8 + 2 * q]);
+        }
+#pragma unroll
+        for (int i = 0; i < steps_per_warp; ++i)
+        {
+          const int m = warp + i * Warps;
+          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+          std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
+          const int unit = linear_units ? v_first[st % 2] + i * v_advance : value_unit(st % 2, m, upper, half, row8);
+          if constexpr (Stage::Layout::value_rows) { ldmatrix_x4_trans(&stage[st / 2].v[unit], a0, a1, a2, a3); }
+          else { ldmatrix_x4(&stage[st / 2].v[unit], a0, a1, a2, a3); }
+#pragma unroll
+          for (int n = 0; n < n_tiles; ++n)
+          {
+            mma_m16n8k16<T>(out_[i][n], a0, a1, a2, a3, b0[n], b1[n]);
+          }
+        }
+      }
+    }
+  }
+
+  /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
+  /// stats[2h + 1] = exp sum, values[h * HeadDim + d] = weighted V. Unnormalised, as AttentionPartial.
+  PAGEDATTN_DEVICE void StorePartial(float* stats, float* values) const
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      const int m = warp + i * Warps;
+      if (m >= k_steps) { break; }
+#pragma unroll
+      for (int n = 0; n < n_tiles; ++n)
+      {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+        {
+          // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
+          const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
+          if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
+        }
+      }
+    }
+    const int sh = warp * heads_per_warp + lane / lanes_per_head;
+    if (lane % lanes_per_head == 0 && sh < heads_)
+    {
+      stats[2 * sh] = max_score_;
+      stats[2 * sh + 1] = exp_sum_;
+    }
+  }
+
+private:
+  /// Whether every stage layout is linear in K's vector and V's dim over a warp's k-steps (Consume): they
+  /// lie Warps apart, 2 Warps vectors of K and 16 Warps dims of V, multiples of the swizzles' periods (8
+  /// vectors of token rows; V's 64 dims in KvTileStageBulk's tensor copies) when Warps is a multiple of 4.
+  static constexpr bool linear_units = Warps % 4 == 0;
+
+  /// The 16-bit V unit of PV k-step half h (tokens 16h ..) and m-tile m this lane's ldmatrix reads: dims
+  /// 16m + row8 (+ 8 for the upper half), or, V in token rows (transposed), tokens 16h + row8 (+ 8).
+  PAGEDATTN_DEVICE int value_unit(int h, int m, int upper, int half, int row8) const
+  {
+    if constexpr (Stage::Layout::value_rows) { return layout_.value_row_unit(16 * h + 8 * upper + row8, 2 * m + half); }
+    else { return layout_.v_unit(16 * m + 8 * half + row8, 2 * h + upper); }
+  }
+
+  /// The online softmax of this warp's heads over the tile's partial scores (Consume, between its barriers):
+  /// lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1; writes P and the heads' rescale factors.
+  PAGEDATTN_DEVICE void Softmax(int token0, int end_token, int warp, int lane)
+  {
     const int sh = warp * heads_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
     float score[tokens_per_lane];
 #pragma unroll
@@ -290,183 +511,8 @@ public:
       *reinterpret_cast<std::uint32_t*>(&temp_.p[sh][t0 + e]) = pack_weights(rs.beta * score[e], rs.beta * score[e + 1]);
     }
     if (lane % lanes_per_head == 0) { temp_.alpha[sh] = rs.alpha; }
-    __syncthreads();
-
-    // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
-#pragma unroll
-    for (int n = 0; n < n_tiles; ++n)
-    {
-      const float alpha0 = temp_.alpha[8 * n + 2 * q], alpha1 = temp_.alpha[8 * n + 2 * q + 1];
-#pragma unroll
-      for (int i = 0; i < steps_per_warp; ++i)
-      {
-        out_[i][n][0] = detail::mul_rn(alpha0, out_[i][n][0]);
-        out_[i][n][1] = detail::mul_rn(alpha1, out_[i][n][1]);
-        out_[i][n][2] = detail::mul_rn(alpha0, out_[i][n][2]);
-        out_[i][n][3] = detail::mul_rn(alpha1, out_[i][n][3]);
-      }
-    }
-
-    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
-    if constexpr (fp8_cache && Stage::Layout::value_rows)
-    {
-#pragma unroll
-      for (int j = 0; j < Slabs; ++j)
-      {
-        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
-#pragma unroll
-        for (int n = 0; n < n_tiles; ++n)
-        {
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-          {
-            b[n][h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 2 * q]);
-            b[n][h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 8 + 2 * q]);
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          // Matrix e: token rows 8e .. 8e + 7 of the slab, 16 bytes = dims 16m .. 16m + 15; lane (g, q) gets
-          // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
-          // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
-          std::uint32_t v[4];
-          ldmatrix_x4_trans(&stage[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
-          std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[0][0], a[0][1], a[1][0], a[1][1], b[n][0][0], b[n][0][1]); }
-          }
-          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[2][0], a[2][1], a[3][0], a[3][1], b[n][1][0], b[n][1][1]); }
-          }
-        }
-      }
-    }
-    else if constexpr (fp8_cache)
-    {
-#pragma unroll
-      for (int j = 0; j < Slabs; ++j)
-      {
-        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        uint2 b0[n_tiles], b1[n_tiles];
-#pragma unroll
-        for (int n = 0; n < n_tiles; ++n)
-        {
-          b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
-          b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
-        }
-        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(stage[j].v);
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
-          if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
-          {
-            ldmatrix_x4(&stage[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
-          }
-          else // bs 8: a dim's 8 tokens per block, read as words
-          {
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-            {
-              v[e] = *reinterpret_cast<const std::uint32_t*>(v_bytes + layout_.v_fp8_byte(16 * m + g + 8 * (e & 1), 16 * (e >> 1) + 4 * q));
-            }
-          }
-          std::uint32_t a[4][2];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[0][0], a[1][0], a[0][1], a[1][1], b0[n].x, b0[n].y); }
-          }
-          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a[2][0], a[3][0], a[2][1], a[3][1], b1[n].x, b1[n].y); }
-          }
-        }
-      }
-    }
-    else
-    {
-#pragma unroll
-      for (int st = 0; st < 2 * Slabs; ++st)
-      {
-        if (PartialTile && st >= live_steps) { break; } // block-uniform
-        std::uint32_t b0[n_tiles], b1[n_tiles];
-#pragma unroll
-        for (int n = 0; n < n_tiles; ++n)
-        {
-          b0[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 2 * q]);
-          b1[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 8 + 2 * q]);
-        }
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-          if constexpr (Stage::Layout::value_rows) // token rows: the matrices' rows are tokens (16st + row8 (+ 8)), transposed
-          {
-            ldmatrix_x4_trans(&stage[st / 2].v[layout_.value_row_unit(16 * (st % 2) + 8 * upper + row8, 2 * m + half)], a0, a1, a2, a3);
-          }
-          else { ldmatrix_x4(&stage[st / 2].v[layout_.v_unit(16 * m + 8 * half + row8, 2 * (st % 2) + upper)], a0, a1, a2, a3); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            if (live_n_tile(n)) { mma_m16n8k16<T>(out_[i][n], a0, a1, a2, a3, b0[n], b1[n]); }
-          }
-        }
-      }
-    }
   }
 
-  /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
-  /// stats[2h + 1] = exp sum, values[h * HeadDim + d] = weighted V. Unnormalised, as AttentionPartial.
-  PAGEDATTN_DEVICE void StorePartial(float* stats, float* values) const
-  {
-    const int lane = arch::lane_id(), warp = arch::warp_id();
-    const int g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int i = 0; i < steps_per_warp; ++i)
-    {
-      const int m = warp + i * Warps;
-      if (m >= k_steps) { break; }
-#pragma unroll
-      for (int n = 0; n < n_tiles; ++n)
-      {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-        {
-          // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
-          const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
-          if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
-        }
-      }
-    }
-    const int sh = warp * heads_per_warp + lane / lanes_per_head;
-    if (lane % lanes_per_head == 0 && sh < heads_)
-    {
-      stats[2 * sh] = max_score_;
-      stats[2 * sh + 1] = exp_sum_;
-    }
-  }
-
-private:
   /// Whether n-tile n holds a row of the work (n-tile 0 always; uniform across the block).
   PAGEDATTN_DEVICE bool live_n_tile(int n) const { return n == 0 || 8 * n < heads_; }
 
