@@ -30,8 +30,8 @@ constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts =
 
 /// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 rows
 /// for the CUDA-core fold; the tensor-core tile computes n-tiles of 8 rows (the mma's n): one instantiation
-/// of 8 serves every GQA group of up to 8 with one new token, one of 32 larger sets of rows (its n-tiles
-/// past the rows skipped). Caches in token rows take kernels of their own (both folds read them differently),
+/// of 8 serves every GQA group of up to 8 with one new token, one of 32 larger sets of rows (rows past the
+/// set compute on zero queries: BlockTileTensorCore). Caches in token rows take kernels of their own (both folds read them differently),
 /// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
 /// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
 template <class T, class KvT, class OutputEpilogue, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
