@@ -2,8 +2,12 @@
 // copy puts a cache block's K and V run agrees with the units the tensor-core tile reads (Layout), every
 // unit of a stage is used once, and the ldmatrix phases have the bank conflicts the header states (none
 // for K; for V 1, 2, 4-way at block 8, 16, 32 with plain bulk copies, none with tensor copies, whose V
-// lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes.
+// lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes, and
+// that every 16-bit stage (cp.async, bulk, token rows) is linear over a warp's k-steps, as the tile's
+// hoisted ldmatrix units assume.
+#include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
+#include <pagedattn/agent/kv_tile_stage_rows.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
@@ -201,4 +205,76 @@ TEST_CASE("bulk stage, fp8: the fold's K units and V rows and words address the 
   check(std::integral_constant<int, 80>{});
   check(std::integral_constant<int, 128>{});
   check(std::integral_constant<int, 256>{});
+}
+
+namespace {
+
+/// BlockTileTensorCore (4 warps, linear_units) reads the K unit of its k-step i as k_first[h] + i * k_advance
+/// and the V unit as v_first[h] + i * v_advance, each computed at the warp's first step: check that against the
+/// layout's own units for every lane, warp, 16-token half h and step. k_unit(vector, token); v_unit(h, m, upper,
+/// half, row8): the V unit of PV half h and m-tile m as the tile reads it.
+template <int HeadDim, class KUnit, class VUnit>
+void check_linear_over_steps(KUnit k_unit, VUnit v_unit)
+{
+  constexpr int warps = 4, k_steps = HeadDim / 16;
+  for (int warp = 0; warp < warps; ++warp)
+  {
+    for (int lane = 0; lane < 32; ++lane)
+    {
+      const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4;
+      for (int h = 0; h < 2; ++h)
+      {
+        const int k_first = k_unit(2 * warp + upper, 16 * h + 8 * half + row8);
+        const int k_advance = k_unit(2 * (warp + warps) + upper, 8 * half + row8) - k_unit(2 * warp + upper, 8 * half + row8);
+        const int v_first = v_unit(h, warp, upper, half, row8);
+        const int v_advance = v_unit(0, warp + warps, upper, half, row8) - v_unit(0, warp, upper, half, row8);
+        for (int i = 0; warp + i * warps < k_steps; ++i)
+        {
+          const int step = warp + i * warps;
+          CAPTURE(HeadDim, warp, lane, h, i);
+          REQUIRE(k_unit(2 * step + upper, 16 * h + 8 * half + row8) == k_first + i * k_advance);
+          REQUIRE(v_unit(h, step, upper, half, row8) == v_first + i * v_advance);
+        }
+      }
+    }
+  }
+}
+
+template <int HeadDim>
+void check_stages_linear()
+{
+  // cp.async (sm_80): V dim-major and swizzled per dim, the same for every block size.
+  using Plain = pagedattn::KvTileStage<__half, HeadDim, 128>;
+  check_linear_over_steps<HeadDim>([](int v, int t) { return Plain::k_unit(v, t); },
+                                   [](int h, int m, int upper, int half, int row8) { return Plain::v_unit(16 * m + 8 * half + row8, 2 * h + upper); });
+  for (int lb = 3; lb <= 5; ++lb)
+  {
+    CAPTURE(lb);
+    auto bulk = [&](auto tensor_copies) {
+      using Stage = pagedattn::KvTileStageBulk<__half, HeadDim, 128, decltype(tensor_copies)::value>;
+      const typename Stage::Layout layout(lb);
+      check_linear_over_steps<HeadDim>([&](int v, int t) { return layout.k_unit(v, t); },
+                                       [&](int h, int m, int upper, int half, int row8) { return layout.v_unit(16 * m + 8 * half + row8, 2 * h + upper); });
+    };
+    bulk(std::false_type{});
+    bulk(std::true_type{});
+    // Token rows (HND, NHD): V read transposed, by token rows of dims 16m ...
+    using Rows = pagedattn::KvTileStageRows<__half, HeadDim, 128>;
+    const typename Rows::Layout rows(lb);
+    check_linear_over_steps<HeadDim>([&](int v, int t) { return rows.k_unit(v, t); },
+                                     [&](int h, int m, int upper, int half, int row8) { return rows.value_row_unit(16 * h + 8 * upper + row8, 2 * m + half); });
+  }
+}
+
+} // namespace
+
+TEST_CASE("16-bit stages: a warp's ldmatrix units are linear over its k-steps (the tile's hoisted units)", "[kv_tile_stage][host]")
+{
+  check_stages_linear<64>();
+  check_stages_linear<80>();
+  check_stages_linear<96>();
+  check_stages_linear<112>();
+  check_stages_linear<128>();
+  check_stages_linear<192>();
+  check_stages_linear<256>();
 }
