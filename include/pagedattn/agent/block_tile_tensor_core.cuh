@@ -258,7 +258,8 @@ public:
     __syncthreads();
 
     // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
-    // (A warp whose heads are a whole n-tile past the work's rows skips it: no live n-tile reads their P.)
+    // (A warp whose heads are a whole n-tile past the work's rows skips it: their P stays the zero
+    // StoreRowMasks wrote, which that n-tile's PV mma reads.)
     if (heads_per_warp < 8 || live_n_tile(warp * heads_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
     __syncthreads();
 
