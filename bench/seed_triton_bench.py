@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Times the seed Triton kernel on bench_decode's shape table, with bench_decode's method.
 
-The seed (.seed/paged_attention_v2_triton.py, git-ignored, fetched by bench/fetch_seed.sh) is loaded at run
-time and only called: this file holds none of its code. Per shape: random data in vLLM's layouts with a
+The seed (the Triton V2 kernel pagedattn replaces, a Python module given by --seed-file; it is never part of
+the repository) is loaded at run time and only called: this file holds none of its code. Per shape: random data in vLLM's layouts with a
 permuted block table, one checked call (its output against an fp64 torch reference on a sample of heads;
 the relative error is recorded, not asserted), then the median of individually timed calls, each after an
 L2 flush (reading a buffer of 3x the L2 size, not timed), Triton's compilation excluded by warm-up calls.
 The device copy bandwidth is measured the same way as bench_decode (cudaMemcpy of 2 GiB, read + write).
 
-    python3 bench/seed_triton_bench.py --out seed.json [--dtype fp16|bf16] [--quick]
+    python3 bench/seed_triton_bench.py --seed-file SEED.py --out seed.json [--dtype fp16|bf16] [--quick]
 
 A shape that fails is recorded with its error and the run goes on.
 """
@@ -22,7 +22,6 @@ import time
 
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK_SIZE = 16
 PARTITION_TOKENS = 512  # the seed's partition size: sizes tmp_output, exp_sums and max_logits
 REFERENCE_PAIRS = 4
@@ -166,7 +165,7 @@ def main():
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp16")
     ap.add_argument("--quick", action="store_true", help="10 timed calls per shape instead of 100")
-    ap.add_argument("--seed-file", default=str(ROOT / ".seed" / "paged_attention_v2_triton.py"))
+    ap.add_argument("--seed-file", required=True, help="the seed Triton V2 kernel, a Python module")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("no CUDA device: the seed benchmark needs an NVIDIA GPU")

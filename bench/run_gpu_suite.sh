@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Everything a GPU machine checks and measures for one commit: the GPU tests, the sanitizers, the example and
+# the benchmarks. Usage, from the repository root, with a build configured for the GPU present
+# (docs/gpu-testing.md):
+#
+#   bash bench/run_gpu_suite.sh BUILD_DIR OUT_DIR [all|tests|sanitizers|bench|ncu]
+#
+# Writes to OUT_DIR, each file named after the GPU (NAME: the last word of its name, lower case, e.g. h200):
+#   NAME-tests.txt      ctest, every test but the compile checks (label "compile": they need no GPU)
+#   NAME-sanitizer.txt  compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test
+#                       binary (the reduced matrix, PAGEDATTN_TEST_REDUCED=1): one line per tool and binary
+#   NAME.json, NAME.png bench_decode (fp16; fp8 and layout rows), bench_combine and the seed, merged
+#   NAME-ncu.txt        Nsight Compute on one launch of each latency-bound shape and of 64x4096
+#   NAME-trace.txt      trace_decode: the per-block timelines of the latency-bound shapes
+#   summary.json        the device, the commit, test and sanitizer totals, the worst error per element type
+#                       (written once the tests and the sanitizers have both run into OUT_DIR)
+#   logs/               every step's full output
+# A part (tests, sanitizers, bench, ncu) runs that step alone: parts run one after another into one OUT_DIR
+# add up to a full run.
+# Environment: PAGEDATTN_COMMIT names the commit where the source tree is not a git checkout;
+# PAGEDATTN_SEED_KERNEL=FILE.py, the seed Triton V2 kernel as a Python module, adds its timings beside pagedattn's;
+# SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
+# SANITIZER_BINARIES (space-separated names; default every GPU test binary) picks the binaries it checks;
+# NCU_SHAPES (bench_decode --shape values, space-separated) replaces the profiled shapes.
+set -uo pipefail
+[ $# -ge 2 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
+BUILD=$(cd "$1" && pwd) || { echo "run_gpu_suite: no build directory $1" >&2; exit 2; }
+mkdir -p "$2" && OUT=$(cd "$2" && pwd)
+PART=${3:-all}
+case "$PART" in all | tests | sanitizers | bench | ncu) ;; *) echo "run_gpu_suite: unknown part $PART" >&2; exit 2 ;; esac
+SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-600}
+LOGS="$OUT/logs"
+mkdir -p "$LOGS"
+log() { echo "[run_gpu_suite] $*"; }
+part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+
+commit=${PAGEDATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+[ -n "$gpu" ] || { log "no NVIDIA GPU visible (nvidia-smi)"; exit 1; }
+name=$(echo "${gpu%%,*}" | awk '{print tolower($NF)}')
+header() { echo "# $1 on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"; }
+log "device: $gpu; commit $commit; files $OUT/$name*"
+
+# ---- every test ---------------------------------------------------------------------------------------------
+ctest_rc=
+if part tests; then
+  {
+    header ctest
+    (cd "$BUILD" && PAGEDATTN_TEST_REPORT="$LOGS/errors.txt" ctest -LE compile --output-on-failure --timeout 900 2>&1)
+  } | tee "$OUT/$name-tests.txt" | tail -25
+  ctest_rc=${PIPESTATUS[0]}
+fi
+
+# ---- compute-sanitizer on every GPU test binary ---------------------------------------------------------------
+if part sanitizers; then
+  mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' ! -name '*_host*' | sort)
+  {
+    header "compute-sanitizer (PAGEDATTN_TEST_REDUCED=1${SANITIZER_BINARIES:+; only $SANITIZER_BINARIES}): tool binary errors"
+    for bin in "${gpu_bins[@]}"; do
+      binary=$(basename "$bin")
+      if [ -n "${SANITIZER_BINARIES:-}" ]; then case " $SANITIZER_BINARIES " in *" $binary "*) ;; *) continue ;; esac; fi
+      for tool in memcheck racecheck synccheck initcheck; do
+        logf="$LOGS/sanitizer-$tool-$binary.txt"
+        # ~[api_error]: the cases that provoke a CUDA API error on purpose, which the sanitizer would count.
+        PAGEDATTN_TEST_REDUCED=1 timeout "$SANITIZER_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+          "$bin" "~[api_error]" >"$logf" 2>&1
+        rc=$?
+        # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
+        errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
+        [ -n "$errors" ] || errors=$(grep -Eo '\(([0-9]+) errors' "$logf" | tail -1 | grep -Eo '[0-9]+' || true)
+        echo "$tool $binary errors=${errors:-?} rc=$rc"
+      done
+    done
+  } | tee "$OUT/$name-sanitizer.txt"
+fi
+
+# ---- the examples and the benchmarks ------------------------------------------------------------------------
+# Each step runs whatever the ones before it did: a failing program only leaves its JSON missing.
+run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, its tail and exit status shown
+  local step=$1 limit=$2
+  shift 2
+  log "$step"
+  timeout "$limit" "$@" 2>&1 | tee "$LOGS/$step.txt" | tail -25
+  log "$step: exit status ${PIPESTATUS[0]}"
+}
+bench_decode=$BUILD/bench/bench_decode
+if part bench; then
+  for example in qwen36_decode gated_output; do
+    [ -x "$BUILD/examples/$example" ] && run_step "$example" 300 "$BUILD/examples/$example"
+  done
+  run_step bench_decode 600 "$bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
+  # fp8 caches: the uniform table with e4m3, and the Qwen3.6 rows with e5m2.
+  qwen_rows=$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024; do echo --shape $s@24/4/256; done)
+  run_step bench_decode_fp8_e4m3 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_e4m3.json" --commit "$commit" \
+    --dtype fp16/fp8_e4m3 $qwen_rows --shape 1x1000@24/4/256 --shape 4x2049@24/4/256 \
+    --shape 1x100000@24/4/128 --shape 64x4096@24/4/128 --shape 64x4096@32/8/128 --shape 64xlog100-100000
+  run_step bench_decode_fp8_e5m2 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_e5m2.json" --commit "$commit" \
+    --dtype fp16/fp8_e5m2 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
+  # Cache layouts: the Qwen3.6 rows with HND and NHD caches (packed), fp16 and e4m3.
+  for layout in hnd nhd; do
+    run_step bench_decode_layout_$layout 300 "$bench_decode" --json "$LOGS/bench_decode_layout_$layout.json" \
+      --commit "$commit" --dtype fp16 --layout $layout $qwen_rows --shape 64x4096@24/4/128 --shape 1x100000+63x512
+    run_step bench_decode_layout_${layout}_fp8 300 "$bench_decode" --json "$LOGS/bench_decode_layout_${layout}_fp8.json" \
+      --commit "$commit" --dtype fp16/fp8_e4m3 --layout $layout --shape 1x100000@24/4/256 --shape 64x4096@24/4/256 \
+      --shape 64x4096@24/4/128
+  done
+  run_step bench_combine 300 "$BUILD/bench/bench_combine" --json "$LOGS/bench_combine.json" --commit "$commit"
+  for b in "$BUILD"/bench/bench_*; do # any other benchmark, its JSON beside its log
+    step=$(basename "$b")
+    # bench_policies (a tuning sweep) and bench_paged_read (a copy-mechanism probe) are run by hand.
+    case "$step" in bench_decode | bench_combine | bench_policies | bench_paged_read) continue ;; esac
+    [ -x "$b" ] && run_step "$step" 300 "$b" --json "$LOGS/$step.json" --commit "$commit"
+  done
+  if [ -n "${PAGEDATTN_SEED_KERNEL:-}" ]; then
+    run_step seed_triton_bench 300 python3 bench/seed_triton_bench.py --seed-file "$PAGEDATTN_SEED_KERNEL" --out "$LOGS/seed.json"
+  fi
+  more_runs=$(ls "$LOGS"/bench_decode_fp8_*.json "$LOGS"/bench_decode_layout_*.json 2>/dev/null)
+  [ -f "$LOGS/bench_decode.json" ] &&
+    run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $more_runs \
+      --seed "$LOGS/seed.json" --combine "$LOGS/bench_combine.json" --out "$OUT/$name.json" --plot "$OUT/$name.png"
+  { header trace_decode; timeout 120 "$BUILD/bench/trace_decode" 2>&1; } >"$OUT/$name-trace.txt"
+  log "trace_decode: exit status $?"
+fi
+
+# ---- Nsight Compute ------------------------------------------------------------------------------------------
+# One launch of each latency-bound shape, and of 64x4096 beside them: the kernel's duration, the bytes it moved,
+# how busy DRAM was, blocks per SM, and where the warps stalled. The details go to logs/, a table to NAME-ncu.txt.
+if part ncu && command -v ncu >/dev/null; then
+  log "ncu"
+  for shape in ${NCU_SHAPES:-1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256}; do
+    tag=$(echo "$shape" | tr '@/' '__')
+    timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section LaunchStats --section Occupancy -k regex:paged_attention_kernel --launch-skip 3 --launch-count 1 \
+      -o "$LOGS/ncu-$tag" -f "$bench_decode" --quick --json "$LOGS/ncu-bench.json" --shape "$shape" >"$LOGS/ncu-run-$tag.txt" 2>&1
+    ncu --import "$LOGS/ncu-$tag.ncu-rep" --page details >"$LOGS/ncu-$tag.txt" 2>&1
+    ncu --import "$LOGS/ncu-$tag.ncu-rep" --page raw --csv >"$LOGS/ncu-raw-$tag.csv" 2>&1
+    rm -f "$LOGS/ncu-$tag.ncu-rep"
+  done
+  python3 bench/ncu_summary.py "$LOGS" "$commit" "$gpu" >"$OUT/$name-ncu.txt" 2>&1
+  cat "$OUT/$name-ncu.txt"
+fi
+
+# ---- summary (once the tests and the sanitizers are in OUT_DIR) ----------------------------------------------------
+if [ -f "$OUT/$name-tests.txt" ] && [ -f "$OUT/$name-sanitizer.txt" ]; then
+  python3 - "$OUT" "$name" "$commit" "$gpu" <<'PY'
+import json, re, sys, pathlib
+out, name, commit, gpu = sys.argv[1:5]
+tests = pathlib.Path(out, f"{name}-tests.txt").read_text()
+m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", tests)
+san = [l.split() for l in pathlib.Path(out, f"{name}-sanitizer.txt").read_text().splitlines() if not l.startswith("#")]
+summary = {
+  "device": gpu, "commit": commit,
+  "tests_total": int(m.group(3)) if m else None, "tests_failed": int(m.group(2) or 0) if m else None,
+  "sanitizer": [{"tool": t, "binary": b, "errors": e.split("=")[1], "rc": r.split("=")[1]} for t, b, e, r in san],
+}
+summary["sanitizer_errors_total"] = sum(int(s["errors"]) for s in summary["sanitizer"] if s["errors"].isdigit())
+worst = {}
+errs = pathlib.Path(out, "logs", "errors.txt")
+for line in (errs.read_text().splitlines() if errs.exists() else []):
+  dtype, *what, e = line.split()
+  worst[dtype] = max(worst.get(dtype, 0.0), float(e))
+summary["worst_rel_l2_by_dtype"] = worst
+pathlib.Path(out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+print(json.dumps({k: v for k, v in summary.items() if k != "sanitizer"}))
+PY
+fi
+[ -z "$ctest_rc" ] || exit "$ctest_rc"
