@@ -21,10 +21,9 @@ setup(
     ext_modules=[
         CUDAExtension(
             "pagedattn._C",
-            # The fp8 pairs of query and cache types in translation units of their own: built side by side
-            # (ninja; MAX_JOBS caps the jobs), each takes about as long as torch_ops.cu's pairs together.
-            ["csrc/torch_ops.cu", "csrc/decode_fp16_e4m3.cu", "csrc/decode_fp16_e5m2.cu", "csrc/decode_bf16_e4m3.cu",
-             "csrc/decode_bf16_e5m2.cu"],
+            # Each pair of query and cache types in a translation unit of its own (csrc/torch_decode.cuh),
+            # built side by side (ninja; MAX_JOBS caps the jobs).
+            ["csrc/torch_ops.cu"] + sorted(str(p.relative_to(here)) for p in (here / "csrc").glob("decode_*.cu")),
             include_dirs=[str(include), str(here / "csrc")],
             # No -std flag: PyTorch adds the standard its headers need (C++17 or later, which pagedattn needs too).
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "--expt-relaxed-constexpr"] + extra_nvcc},

@@ -2,10 +2,9 @@
 // The launch half of pagedattn's torch operators (torch_ops.cu has the rest: the tensors described for
 // the checks, the dispatch over the types, the registration and the eager entry points): the tensors of
 // one call, the op's device memory per (device, stream), the fp8 scales on the device, and
-// decode_as<T, KvT>(), the launch for one pair of query and cache element types. torch_ops.cu
-// instantiates the pairs whose caches have the query's dtype; each fp8 pair has a translation unit of its
-// own (decode_<query>_<format>.cu), so that the build compiles them side by side: one fp8 pair takes
-// about as long to compile as torch_ops.cu's three pairs together.
+// decode_as<T, KvT>(), the launch for one pair of query and cache element types. Each pair is instantiated
+// in a translation unit of its own (the extern declarations below), so that the build compiles them
+// side by side: each takes minutes, torch_ops.cu seconds.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -26,9 +25,6 @@ using pagedattn_python::VllmPagedAttentionArgs;
 /// The one way a bad argument leaves the op: ValueError with the message that names it.
 inline void throw_if_bad(const std::string& bad) { TORCH_CHECK_VALUE(bad.empty(), "pagedattn: ", bad); }
 
-/// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
-/// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
-/// this GPU).
 /// DevicePagedAttention::Decode with vLLM's cache layout only (the op takes vLLM's caches; the other
 /// layouts' kernels would only add compile time).
 template <class T, class KvT>
@@ -38,6 +34,9 @@ cudaError_t decode_vllm_layout(void* temp, std::size_t& bytes, const pagedattn::
                                                  pagedattn::VllmCacheLayout>(temp, bytes, a, stream);
 }
 
+/// Decode's result as a Python exception: ValueError for a bad argument (cudaErrorInvalidValue, with the
+/// message that names it), RuntimeError for anything else (the runtime's failure, e.g. no kernel image for
+/// this GPU).
 inline void check_decode(cudaError_t err)
 {
   if (err == cudaSuccess) { return; }
@@ -167,7 +166,11 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   });
 }
 
-// The fp8 pairs, each instantiated in its own translation unit (decode_<query>_<format>.cu).
+// Every pair of query and cache types, each instantiated in a translation unit of its own
+// (decode_<query>[_<format>].cu), so that the build compiles the pairs side by side.
+extern template void decode_as<__half, __half>(VllmPagedAttentionArgs&, const CallTensors&);
+extern template void decode_as<__nv_bfloat16, __nv_bfloat16>(VllmPagedAttentionArgs&, const CallTensors&);
+extern template void decode_as<float, float>(VllmPagedAttentionArgs&, const CallTensors&);
 extern template void decode_as<__half, pagedattn::fp8_e4m3>(VllmPagedAttentionArgs&, const CallTensors&);
 extern template void decode_as<__half, pagedattn::fp8_e5m2>(VllmPagedAttentionArgs&, const CallTensors&);
 extern template void decode_as<__nv_bfloat16, pagedattn::fp8_e4m3>(VllmPagedAttentionArgs&, const CallTensors&);

@@ -1,0 +1,4 @@
+// bf16 queries over bf16 caches: decode_as's instantiation (torch_decode.cuh: one translation unit per pair of types).
+#include "torch_decode.cuh"
+
+template void pagedattn_torch::decode_as<__nv_bfloat16, __nv_bfloat16>(pagedattn_torch::VllmPagedAttentionArgs&, const pagedattn_torch::CallTensors&);
