@@ -1,7 +1,6 @@
-// Compiled, never run, for each of the project's architectures that the GPU tests are not compiled for:
-// CI compiles the tests to sm_90's PTX alone (PAGEDATTN_TEST_CUDA_ARCHITECTURES=90-virtual in .ci/run;
-// bench/h200_run.sh builds them for sm_90 and runs them), and this unit keeps every architecture's code
-// building through ptxas (the inline PTX of each path is assembled: sm_80's and sm_90's). It instantiates
+// Compiled, never run, by a compile check (PAGEDATTN_COMPILE_CHECK, as CI builds: the GPU tests to sm_90's
+// PTX alone, without device optimisation), for each of the project's architectures: this unit keeps every
+// architecture's code building through the optimising front end and ptxas (the inline PTX of each path is assembled: sm_80's and sm_90's). It instantiates
 // every fold and staging the default policies take there, for each query and cache type and each cache
 // layout, and the BI-V100 policy's configuration: the tensor-core folds at heads 96 (token rows that are
 // not whole 128-byte slabs) and 256, the CUDA-core fold (fp32, fp8 below sm_90, BI-V100) at one of them
