@@ -1,6 +1,6 @@
 // The C++ call's wall time, measured as python/bench/bench_ops.py measures the PyTorch operator: the
 // median over calls of a call followed by cudaStreamSynchronize (host work, launch and kernel together),
-// and the same for a replay of a CUDA graph that captured the call. The operator's overhead (issue 16's
+// and the same for a replay of a CUDA graph that captured the call. The operator's overhead (the
 // target: < 5 µs) is its eager time minus this eager time, on the same shapes (Qwen3.6 fp16, block 16):
 // 1x1000, 64x4096, 1x100000. The temporary storage is sized once and reused, as a C++ caller would.
 //

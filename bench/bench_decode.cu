@@ -3,7 +3,7 @@
 // table (Qwen3.6: skewed and log-uniform batches, and CUDA graphs captured under a looser max_seq_len and
 // replayed, against a fresh launch at the true maximum), each checked against an fp64 CPU reference,
 // timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth and read bandwidth (a
-// plain kernel reading 1 GiB: the ceiling of a kernel that only reads, issue 20) measured in the same run.
+// plain kernel reading 1 GiB: the ceiling of a kernel that only reads) measured in the same run.
 //
 //   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd]
 //                [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...

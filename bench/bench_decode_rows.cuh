@@ -31,8 +31,8 @@ struct BenchShape {
 
 // Qwen3.6 (24/4, head 256) over batch x length, head 128 with the same heads, a 32/8 model (head 128),
 // and two latency-bound steps (a short sequence, and a length just past a partition boundary); a
-// 4096-token window over 100000 tokens against a 4096-token sequence (issue 18: the window's time should
-// be the window's); four new tokens per sequence (speculative decoding, issue 18: the cache read once for
+// 4096-token window over 100000 tokens against a 4096-token sequence (the window's time should
+// be the window's); four new tokens per sequence (speculative decoding: the cache read once for
 // the 24 rows of a KV head) over 1 x 100000 and 64 x 4096.
 const BenchShape shapes[] = {
     {1, 100000, 24, 4, 256}, {1, 16384, 24, 4, 256}, {8, 32768, 24, 4, 256}, {32, 8192, 24, 4, 256},

@@ -1,9 +1,9 @@
 // How fast can a thread block stream vLLM's paged K/V cache into shared memory, by each copy mechanism,
-// with no attention math? Issue 20's first question (bench/NOTES.md, session 12): pagedattn reads the
-// large batches at ~93 % of a plain read stream, TensorRT-LLM's XQA at ~100 %, and a third cp.async
+// with no attention math? Asked before tensor copies (bench/NOTES.md, "Tensor copies on sm_90"):
+// pagedattn read the large batches at ~93 % of a plain read stream, TensorRT-LLM's XQA at ~100 %, and a third cp.async
 // stage made pagedattn slower, not faster. This probe separates the copy mechanism from the fold:
 //
-//   cp.async  128 threads issue 16-byte copies (pagedattn's KvTileStage today), one commit group per
+//   cp.async  128 threads make 16-byte copies (pagedattn's KvTileStage today), one commit group per
 //             stage, wait_group + a block barrier per tile;
 //   bulk      one thread issues one cp.async.bulk per 8 KB run (one KV head of one cache block, K or V),
 //             completion on an mbarrier per stage (expect_tx); the block waits on the mbarrier's phase

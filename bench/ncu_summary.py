@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table of the key Nsight Compute metrics of the decode launches that bench/h200_run.sh profiled.
+"""Table of the key Nsight Compute metrics of the decode launches that bench/run_gpu_suite.sh profiled.
 
 Usage: ncu_summary.py LOG_DIR COMMIT DEVICE   (reads LOG_DIR/ncu-raw-*.csv, ncu's raw page as CSV)
 """

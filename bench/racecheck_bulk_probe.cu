@@ -1,16 +1,17 @@
 // Does compute-sanitizer's racecheck order plain bulk copies (cp.async.bulk) by their mbarrier completion?
 // A correct two-buffer pipeline, the one PartitionFoldTensorCore runs (block barrier, issue tile i+1 into
 // the other buffer, wait for tile i's phase, read tile i), with the mbarriers initialised again per item as
-// its Run does, in two modes: 0, one thread issues each tile's copy; 1, eight lanes of warp 0 issue 1 KB each
+// its Run does, in two modes: 0, one thread issues each tile's copy; 1, eight lanes of warp 0 copy 1 KB each
 // (as KvTileStageBulk issues a run per lane). Each mode checks the sum of what it read against the host's.
 //
 //   racecheck_bulk_probe            both modes, plainly (PASS / FAIL per mode)
 //   compute-sanitizer --tool racecheck racecheck_bulk_probe 0
 //
-// On the H200 with compute-sanitizer of CUDA 13 (session 14), both modes pass and racecheck reports ~33,000
+// On the H200 with compute-sanitizer of CUDA 13, both modes pass and racecheck reports ~33,000
 // write-write hazards on each: it does not track plain bulk copies' completion. The sm_90 decode therefore
-// uses tensor copies (KvCopy::bulk_tensor), whose racecheck runs report no hazard (bench/NOTES.md).
-// Not run by bench/h200_run.sh; sm_90 only (elsewhere it says so and exits).
+// uses tensor copies (KvCopy::bulk_tensor), whose racecheck runs report no hazard
+// (bench/NOTES.md, "Tensor copies on sm_90").
+// Not run by bench/run_gpu_suite.sh; sm_90 only (elsewhere it says so and exits).
 #include <pagedattn/util_arch.cuh>
 
 #include <cstdint>

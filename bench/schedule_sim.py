@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """How long a decode launch of given lengths takes for each partition size, by simulation, and which size
-the schedule model (agent/decode_schedule.cuh) picks at several fixed costs (bench/NOTES.md, session 11).
+the schedule model (agent/decode_schedule.cuh) picks at several fixed costs
+(bench/NOTES.md, "Length-aware scheduling: the device plan").
 No GPU and no packages needed.
 
 The simulated launch: W thread blocks (264: 132 SMs x 2) take the work items in ticket order (sequence

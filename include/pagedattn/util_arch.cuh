@@ -1,10 +1,14 @@
 #pragma once
-// The one architecture header: the hardware warp width and every shuffle, vote, fence, sleep,
-// asynchronous copy and cache-modified memory access pagedattn uses. Nothing else in the library names a
-// warp width literally or calls an intrinsic directly (warp/warp_mma.cuh holds the one mma.sync), so
-// porting to another CUDA dialect means editing this file alone.
+// The architecture header: the hardware warp width and every shuffle, vote, fence, sleep, asynchronous
+// copy and cache-modified memory access pagedattn uses. Inline PTX lives here and in two other headers,
+// each guarded so that it compiles out under __ILUVATAR__: warp/warp_mma.cuh (mma.sync, ldmatrix; sm_80+)
+// and thread/thread_fp8.cuh (cvt of fp8 pairs to f16x2; sm_89+). Other headers call only intrinsics
+// that every CUDA dialect has (__syncthreads_and/_or, __clz, __expf, __hmul2, the fp16/bf16 conversions),
+// and grid/grid_barrier.cuh the CUDA runtime's grid barrier (outside __ILUVATAR__). So porting to another
+// dialect means editing this file and those guards.
 //
-//   NVIDIA (sm_70+) : 32-lane warps, PTX cache operators, acquire/release via fences.
+//   NVIDIA (sm_70+) : 32-lane warps, PTX cache operators, acquire/release by st.release / ld.acquire /
+//                    atom.acq_rel (fences below sm_70).
 //   Iluvatar BI-V100 (__ILUVATAR__): 64-lane warps, no inline PTX, no __nanosleep; volatile accesses plus
 //                    __threadfence() give the ordering (see docs/architecture.md, "Portability").
 #include <cstdint>

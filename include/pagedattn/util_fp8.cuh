@@ -1,5 +1,5 @@
 #pragma once
-// The two fp8 formats of an fp8 KV cache (issue 17): their storage types and their decode, in software
+// The two fp8 formats of an fp8 KV cache: their storage types and their decode, in software
 // from the stored byte. One definition for every path: the tensor-core fold, the CUDA-core fold and
 // BI-V100, whose SDK has no <cuda_fp8.h> and no fp8 hardware. vLLM stores a value x as fp8(x / scale) and
 // reads it back as float(fp8) * scale; this header is the float(fp8) half of that, bit-exact to

@@ -222,7 +222,7 @@ namespace {
 
 // ---- the eager entry points: an operator's function called from Python without the dispatcher ----------
 // The path of a plain eager call: the dispatcher's boxing of vLLM's 22 arguments costs more than the
-// launch (issue 16). The arguments are read straight from the vectorcall array (METH_FASTCALL), each by
+// launch. The arguments are read straight from the vectorcall array (METH_FASTCALL), each by
 // its C++ parameter type. A call the dispatcher must see returns NotImplemented, and the Python wrapper
 // (pagedattn/_paths.py) calls the registered operator instead: a tensor that is not a plain CUDA
 // torch.Tensor (Meta, CPU, FakeTensor or another subclass) or an active dispatch or torch-function mode.

@@ -1,4 +1,4 @@
-// Host tests (CI) of the cache layouts in token rows (CacheLayout hnd, nhd; issue 17): the dispatch's
+// Host tests (CI) of the cache layouts in token rows (CacheLayout hnd, nhd): the dispatch's
 // strides (packed defaults and the caller's), their validation, the tests' and benchmarks' own statement of
 // the layouts (examples/support/paged_decode_data.cuh) against the kernel's addressing, and the shared-memory
 // layout of KvTileStageRows: every unit of a stage used once, and each ldmatrix phase (8 consecutive tokens

@@ -100,7 +100,8 @@ TEST_CASE("schedule model: ties go to the longer partition, in any order of comp
   CHECK_FALSE(a.beats(a));
 }
 
-// The host's model as bench/NOTES.md v21 states it, written out on its own: a launch of
+// The host's model as bench/NOTES.md, "Partition size: the wave model", states it,
+// written out on its own: a launch of
 // segments x ceil(max_seq_len / t) blocks, ceil(blocks / wave) waves of t + fixed tokens each.
 static int reference_choice(int max_seq_len, std::size_t segments, int wave, int fixed, int limit)
 {
@@ -137,7 +138,7 @@ TEST_CASE("host partition size: the schedule model at max_seq_len equals the wav
   }
 }
 
-// ---- plans from the lengths on the device (issue 15) ------------------------------------------------------
+// ---- plans from the lengths on the device -----------------------------------------------------------------
 
 namespace {
 using P90 = pagedattn::PagedAttentionPolicySm90;

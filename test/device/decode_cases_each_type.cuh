@@ -49,7 +49,7 @@ TEST_CASE("decode " DTYPE ": logit soft-cap and attention sinks, alone and combi
   // and 4 per head (the sink joins partition 0's partial: one partition, several, and many combine
   // groups); ALiBi on top; a loose max_seq_len (the persistent grid) and a fixed partition size. Sinks
   // with the default scale: beside uncapped scores of tens, a sink makes some outputs so small that fp16
-  // holds them as subnormals, whose rounding alone exceeds the tolerance (0.009 at scale 0.5, session 17;
+  // holds them as subnormals, whose rounding alone exceeds the tolerance (0.009 at scale 0.5;
   // at the default scale the rounding of the exact outputs stays under 3e-4 for every case here).
   int combo = 0;
   for (const float softcap : {0.f, 1.5f, 30.f})

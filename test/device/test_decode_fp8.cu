@@ -1,4 +1,4 @@
-// GPU tests of DevicePagedAttention::Decode with fp8 caches (issue 17), against the fp64 reference on the
+// GPU tests of DevicePagedAttention::Decode with fp8 caches, against the fp64 reference on the
 // same stored bytes dequantized with the same scales (paged_decode::reference_attention<T, KvT>). One
 // binary, two translation units compiled side by side, one per format (each instantiates its own kernels
 // once): here e4m3, the matrix (every head size and block size, GQA 1, 6, 8 and 16, ALiBi, scales per KV

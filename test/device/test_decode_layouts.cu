@@ -1,4 +1,4 @@
-// GPU tests of DevicePagedAttention::Decode over caches in token rows (issue 17): CacheLayout hnd
+// GPU tests of DevicePagedAttention::Decode over caches in token rows: CacheLayout hnd
 // ([block][kv_head][token][dim]) and nhd ([block][token][kv_head][dim]), packed and as views (strides
 // with gaps, which hold NaN: a read of a gap shows), against the same fp64 reference as vLLM's layout.
 // fp16 runs the matrix (every head size x block size x GQA 1, 6, 8, 16 x ALiBi, mixed lengths) on the

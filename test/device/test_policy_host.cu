@@ -16,7 +16,7 @@ void check_limits()
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
-  // Hopper (session 19 made one of 110 KB before this check).
+  // Hopper (a 110 KB one was once built before this check existed).
   constexpr std::size_t budget = MaxHeads > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);

@@ -1,5 +1,5 @@
 #pragma once
-// The plan of a decode launch, made on the device from the lengths (issue 15) by every thread block of the
+// The plan of a decode launch, made on the device from the lengths by every thread block of the
 // decode itself, in its prologue: each block reads seq_lens, chooses the partition size with the schedule
 // model (agent/decode_schedule.cuh) and finds its own work items. Every block computes the same plan from
 // the same lengths (seq_lens, like every input, must not change while the launch runs), so nothing is

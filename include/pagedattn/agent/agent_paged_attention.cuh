@@ -109,8 +109,8 @@ public:
   /// Persistent: a grid of the resident blocks, each drawing tickets until the items run out (a graph's
   /// launch, whose bound may be far above the lengths it replays, and a plain one whose bound admits many
   /// waves of items). Else a block per item of the bound, each taking one ticket: no loop around the fold,
-  /// which keeps its registers (a loop costs the tensor-core fold 24 registers at head 256 and 51 at head
-  /// 128 before the policy's bound, bench/NOTES.md).
+  /// which keeps its registers: a loop costs the tensor-core fold 24 registers at head 256 and 51 at head
+  /// 128 before the policy's bound (bench/NOTES.md, "Length-aware scheduling: the device plan").
   template <bool Persistent>
   PAGEDATTN_DEVICE void Run()
   {
@@ -134,7 +134,7 @@ private:
   /// items run out. A block draws its next ticket only when it is done with its item: drawn earlier (when
   /// the partition is folded, or when its last tile begins), the item waits for this one's combine while
   /// idle blocks could take it, which measured 3-12 % slower on the skewed batches (bench/NOTES.md,
-  /// session 12).
+  /// "Length-aware scheduling: the device plan").
   PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
   {
     const PlannedLaunch launch = plan.ChooseLaunch();

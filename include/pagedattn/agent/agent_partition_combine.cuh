@@ -29,8 +29,9 @@
 // partitions of a segment are consecutive and increasing. A group's folder only waits on earlier groups,
 // all of whose blocks drew smaller tickets and have therefore started; group 0 never waits. Blocks that
 // have started run to completion unless they wait, so by induction every wait ends: no deadlock,
-// whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits,
-// and a block's work item is simply its blockIdx.x (no ticket).
+// whatever order the hardware starts blocks in. When no segment has more than one group, nobody waits;
+// the blocks still take their work items by ticket (the decode's one-wave launch, which combines with
+// AgentSliceCombine instead, is the one that gives block b item b).
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
@@ -61,7 +62,7 @@ public:
   /// whole look-back fold is one round trip). With more than 8 rows (the tensor-core tile's 32: several new
   /// tokens per sequence) one: a thread holds the running value of its columns and a batch's in registers,
   /// (1 + fold_batch) x vectors_per_thread float4, 16 each at 32 rows of head 256 (batches of 2 and 3
-  /// spilled and ran slower: bench/results/issue18-session19/experiments.md).
+  /// spilled and ran slower: bench/NOTES.md, "The combine: fold tree and look-back").
   static constexpr int fold_batch = MaxHeads <= 8 ? partition_group_size + 1 : 1;
 
   struct TempStorage {
@@ -146,11 +147,11 @@ public:
     else { Finish(write, timing); }
   }
 
-  /// Two-kernel combine, second kernel: the same combine tree, folded by one block per segment without
-  /// waiting (group aggregates go through global memory exactly as in Run). Same bits as Run().
   /// A fold source that stands for the running value (FoldBatch).
   static constexpr PartialRef running_value{nullptr, nullptr};
 
+  /// Two-kernel combine, second kernel: the same combine tree, folded by one block per segment without
+  /// waiting (group aggregates go through global memory exactly as in Run). Same bits as Run().
   template <class WriteOutput>
   PAGEDATTN_DEVICE void FoldSegment(const PartitionCombineState& state, const SegmentSlots& segment, int num_partitions, WriteOutput write)
   {

@@ -19,7 +19,8 @@
 // more than its slice of Q and O in registers, and the block's partial needs no block-wide reduce.
 // An n-tile past the work's rows (24 rows in the 32-row tile) still takes its mma, on zero queries and
 // zero weights: an mma.sync under a condition costs a warp-convergence instruction each and is issued
-// predicated anyway, and the skip made 64x4096q4 15 % slower (bench/NOTES.md, session 21). Its scores are
+// predicated anyway, and the skip made 64x4096q4 15 % slower (bench/NOTES.md,
+// "Several query rows: the 32-row tile"). Its scores are
 // not stored, and a warp whose softmax rows all lie there skips the softmax (their P stays zero).
 //
 // Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh; head g of n-tile n is
@@ -72,7 +73,8 @@ public:
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
   /// Floats per head row of the partial scores. One n-tile: + 8, conflict-free float2 reads (+ 4 would also
   /// make the QK stores conflict-free and fit three blocks to an SM at head 128, but the schedule model's
-  /// waves count two: 64x4096 at 32/8 heads ran 16 % slower, bench/NOTES.md session 14). Several: + 4, the
+  /// waves count two: 64x4096 at 32/8 heads ran 16 % slower: bench/NOTES.md,
+  /// "Partition size: the wave model"). Several: + 4, the
   /// QK stores (rows 2q apart) and the softmax's 16-byte reads (8 tokens per lane) conflict-free, where + 8
   /// made both two-way (Nsight Compute, 64x4096q4); the block's size is the combine's there.
   static constexpr int score_stride = tile_tokens + (n_tiles > 1 ? 4 : 8);
@@ -166,7 +168,8 @@ public:
   /// scores are masked and their weights 0, so the result is the same bits) and never reads their K and
   /// V; the V of the dead tokens of the step holding end_token must be finite (zero: KvTileStage's zero
   /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
-  /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024, bench/NOTES.md, session 13).
+  /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024: bench/NOTES.md,
+  /// "The tensor-core fold").
   template <bool PartialTile>
   PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token)
   {

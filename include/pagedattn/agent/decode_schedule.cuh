@@ -2,10 +2,12 @@
 // The schedule model of a decode launch: how long a partition of the KV sequence one thread block folds,
 // chosen from the lengths to fold. One definition for the host and the device: the host evaluates it with
 // every sequence as long as its bound (max_seq_len), the lengths it knows; every block of the decode
-// evaluates it with the lengths read at run time (AgentDecodePlan; issue 15, bench/NOTES.md).
+// evaluates it with the lengths read at run time (AgentDecodePlan;
+// bench/NOTES.md, "Length-aware scheduling: the device plan").
 //
-// The model (bench/NOTES.md v19-v21): a launch of n work items on a device that keeps W thread blocks
-// resident takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
+// The model (bench/NOTES.md, "Partition size: the wave model"): a launch of n work items on a device
+// that keeps W thread blocks resident
+// takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
 // fixed cost f (its prologue, first round trip and part of the combine, in tokens of K and V it could have
 // streamed meanwhile). Of the multiples of 32 up to the longest sequence (and the policy's limit) the
 // partition size with the least waves x (t + f) wins; ties go to the longer partition (fewer partials).
@@ -28,12 +30,13 @@ struct ScheduleModel {
 
 /// Smallest partition the model considers: one 32-token tile, so that a short sequence spreads over as
 /// many blocks as fill the GPU (1x1000 at 24/4 heads: 128 blocks of one tile, measured 0.5 µs faster than
-/// 64 blocks of two, bench/NOTES.md v19).
+/// 64 blocks of two: bench/NOTES.md, "Partition size: the wave model").
 inline constexpr int min_auto_partition_tokens = 32;
 
 /// A block's fixed cost (sequence length and block ids, the first tile's round trip, its part of the
 /// combine; ~4 µs on H200) in bytes of K and V that it could have streamed meanwhile at its share of the
-/// bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB). bench/NOTES.md v20-v21.
+/// bandwidth (4.2 TB/s over 264 blocks: ~16 GB/s, so ~64 KB)
+/// (bench/NOTES.md, "Partition size: the wave model").
 inline constexpr int block_fixed_cost_bytes = 64 * 1024;
 
 /// The fixed cost in tokens for a head size and element size: K and V of one token of one KV head.
@@ -139,7 +142,7 @@ PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int lo
 
 // ---- the plan of a launch from the lengths on the device ---------------------------------------------------
 //
-// A launch planned on the device (issue 15) lays out its work items in ticket order, sequence by sequence,
+// A launch planned on the device lays out its work items in ticket order, sequence by sequence,
 // and within a sequence segment by segment: item = first_item(seq) + k * items_of(len) + partition for the
 // k-th segment of the sequence. Each item owns one partial slot (its index), each segment with more than
 // one partition ceil(P / partition_group_size) consecutive group slots. The host sizes the storage for

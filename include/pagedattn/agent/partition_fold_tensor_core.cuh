@@ -6,7 +6,8 @@
 //   cp_async    (KvTileStage, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
 //   bulk        (KvTileStageBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a
 //               tile lands on its buffer's mbarrier. Fewer instructions issued beside the fold's
-//               (bench/NOTES.md, session 13: the probe bench_paged_read measured it with the fold's work in).
+//               (the probe bench_paged_read measured it with the fold's work in:
+//               bench/NOTES.md, "Tensor copies on sm_90").
 //   bulk_tensor (KvTileStageBulk with tensor copies, sm_90): the same runs through the tensor maps of
 //               PagedAttentionParams, V swizzled.
 //
@@ -97,7 +98,8 @@ public:
   static constexpr bool partial_after_storage = true;
 
   /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
-  /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200 (bench/NOTES.md, v16).
+  /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200
+  /// (bench/NOTES.md, "The K/V pipeline: stages and alignment").
   struct alignas(128) TempStorage {
     typename Stage::Storage stage[stages][slabs];
     typename Tile::TempStorage tile;

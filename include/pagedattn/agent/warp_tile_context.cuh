@@ -1,6 +1,7 @@
 #pragma once
-// What a warp needs to know about the tile of tokens it is folding in (shared by the CUDA-core and the
-// tensor-core warp tiles of AgentPagedAttention).
+// What a warp needs to know about the tile of tokens it is folding in: the CUDA-core fold's per-warp tile
+// (WarpTileCudaCore, called by PartitionFoldCudaCore). The tensor-core fold does not use it: its block tile
+// (BlockTileTensorCore) takes the PartitionWork.
 #include <cstdint>
 
 #include <pagedattn/config.cuh>

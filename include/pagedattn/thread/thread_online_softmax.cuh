@@ -74,7 +74,8 @@ PAGEDATTN_HOST_DEVICE float running_max(float max_a, float max_b) { return max_a
 
 /// Rescale factors for combining partials whose maxima are max_a and max_b (either may be -inf).
 /// Branch-free: both exponentials are computed and the both-empty case (-inf, 0, 0) is selected, so a fold
-/// whose steps' maxima are known ahead runs its steps' exponentials side by side (bench/NOTES.md, v23).
+/// whose steps' maxima are known ahead runs its steps' exponentials side by side
+/// (bench/NOTES.md, "The one-wave combine: grid barrier and slice fold").
 PAGEDATTN_HOST_DEVICE SoftmaxRescale softmax_rescale(float max_a, float max_b)
 {
   const float m = running_max(max_a, max_b);

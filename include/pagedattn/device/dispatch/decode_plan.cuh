@@ -229,7 +229,8 @@ struct UniformBatchItems {
 ///   of 3040 (264 blocks); 1x1000 32 of 32 tokens; 8x32768 8 of 4096 (256 blocks);
 /// - otherwise whole waves of partitions as long as possible: a large batch keeps whole sequences of up to
 ///   4096 tokens per block and no combine (64x4096: 256 or 512 blocks), where 2048-token halves would
-///   cost each block a second prologue and the launch a combine (bench/NOTES.md v21).
+///   cost each block a second prologue and the launch a combine
+///   (bench/NOTES.md, "Partition size: the wave model").
 template <class Policy, class T, class KvT, class OutputEpilogue>
 int choose_partition_tokens(const DecodeArguments<T, KvT, OutputEpilogue>& a, std::size_t num_segments, int sm_count)
 {
@@ -306,7 +307,8 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
 /// than plan_budget_waves waves of items. A block per item of such a bound would mostly launch blocks that
 /// find no item whenever the lengths are well under it (1x100000+63x512 at max_seq_len 100000: 8704 blocks
 /// for 1036 items; the 7668 without one held a block's slot ~6 µs each, 347 µs in all against 177 µs
-/// persistent, bench/NOTES.md session 11). Every uniform shape of bench_decode stays under it.
+/// persistent: bench/NOTES.md, "Length-aware scheduling: the device plan").
+/// Every uniform shape of bench_decode stays under it.
 inline bool loose_bound(const DecodePlan& plan)
 {
   return plan.capacity.items > static_cast<std::size_t>(plan_budget_waves) * static_cast<std::size_t>(plan.model.wave_blocks);

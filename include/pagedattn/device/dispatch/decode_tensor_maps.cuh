@@ -38,7 +38,8 @@ struct CacheTensorMapShape {
 
 /// A cache block's run of one KV head (head x bs elements of element_bytes, contiguous in both caches) as
 /// rows of 128 bytes: a copy's box rows are as wide as the copy engine moves well (rows of 32 bytes, V's
-/// own at fp16, made the copies ~4 % slower, bench/NOTES.md session 14).
+/// own at fp16, made the copies ~4 % slower:
+/// bench/NOTES.md, "Tensor copies on sm_90").
 inline CacheTensorMapShape run_tensor_map_shape(int head_size, int block_size, int element_bytes, std::int64_t num_blocks,
                                                 int num_kv_heads, int swizzle_bytes)
 {

@@ -53,8 +53,9 @@ struct PagedAttentionPolicySm80 : AgentPagedAttentionPolicy {
 /// stages per block. Two blocks share an SM at every head size (Nsight Compute: registers at head 256; at
 /// head 128 a block's 77 KB plus the 1 KB the SM reserves per block). min_blocks_per_sm = 2 sets the
 /// automatic partition count (one wave of 2 blocks per SM), and the launch bound of 3 (a 170-register
-/// cap) measured 17 % slower at 64x4096. (A third block at head 128, session 14: bench/NOTES.md.)
-/// Chosen with bench/bench_policies.cu (bench/NOTES.md, v12).
+/// cap) measured 17 % slower at 64x4096. (A third block at head 128:
+/// bench/NOTES.md, "Partition size: the wave model".) Chosen with bench/bench_policies.cu
+/// (bench/NOTES.md, "The K/V pipeline: stages and alignment").
 struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr const char* name = "sm90";
   static constexpr std::size_t smem_budget_bytes = 227 * 1024 / 3; ///< meant for three blocks per SM (see above)
@@ -65,9 +66,9 @@ struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr int persistent_blocks_per_sm_to_head_128 = 3;
   /// The cache's runs move by tensor copies (the Tensor Memory Accelerator) issued by one warp: the probe
   /// bench_paged_read, with a fold's work per tile, streamed 97-98 % of the read bandwidth with bulk
-  /// copies and 92-95 % with cp.async by every thread (bench/NOTES.md, session 13). Tensor copies rather
-  /// than plain bulk copies: as fast (session 14), V lands swizzled (no bank conflicts), and racecheck
-  /// tracks them (it reports even a correct plain bulk-copy pipeline's writes as hazards, session 14).
+  /// copies and 92-95 % with cp.async by every thread (bench/NOTES.md, "Tensor copies on sm_90").
+  /// Tensor copies rather than plain bulk copies: as fast, V lands swizzled (no bank conflicts), and racecheck
+  /// tracks them (it reports even a correct plain bulk-copy pipeline's writes as hazards).
   static constexpr KvCopy kv_copy = KvCopy::bulk_tensor;
 };
 
