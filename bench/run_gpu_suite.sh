@@ -20,7 +20,8 @@
 # Environment: PAGEDATTN_COMMIT names the commit where the source tree is not a git checkout;
 # PAGEDATTN_SEED_KERNEL=FILE.py, the seed Triton V2 kernel as a Python module, adds its timings beside pagedattn's;
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
-# SANITIZER_BINARIES (space-separated names; default every GPU test binary) picks the binaries it checks;
+# SANITIZER_BINARIES (space-separated names; default every GPU test binary) picks the binaries it checks,
+# SANITIZER_JOBS (default 1) how many sanitizer runs share the GPU at a time;
 # NCU_SHAPES (bench_decode --shape values, space-separated) replaces the profiled shapes.
 set -uo pipefail
 [ $# -ge 2 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
@@ -52,24 +53,37 @@ if part tests; then
 fi
 
 # ---- compute-sanitizer on every GPU test binary ---------------------------------------------------------------
+# sanitize TOOL BINARY: one tool's run of one test binary, its log in logs/, its line in logs/ beside it.
+sanitize() {
+  local tool=$1 bin=$2 binary errors rc
+  binary=$(basename "$bin")
+  local logf="$LOGS/sanitizer-$tool-$binary.txt"
+  # ~[api_error]: the cases that provoke a CUDA API error on purpose, which the sanitizer would count.
+  PAGEDATTN_TEST_REDUCED=1 timeout "$SANITIZER_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    "$bin" "~[api_error]" >"$logf" 2>&1
+  rc=$?
+  # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
+  errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
+  [ -n "$errors" ] || errors=$(grep -Eo '\(([0-9]+) errors' "$logf" | tail -1 | grep -Eo '[0-9]+' || true)
+  echo "$tool $binary errors=${errors:-?} rc=$rc" >"$LOGS/sanitizer-line-$tool-$binary.txt"
+}
 if part sanitizers; then
   mapfile -t gpu_bins < <(find "$BUILD/test" -maxdepth 1 -type f -perm -u+x -name 'test_*' ! -name '*_host*' | sort)
+  runs=()
+  for bin in "${gpu_bins[@]}"; do
+    binary=$(basename "$bin")
+    if [ -n "${SANITIZER_BINARIES:-}" ]; then case " $SANITIZER_BINARIES " in *" $binary "*) ;; *) continue ;; esac; fi
+    for tool in memcheck racecheck synccheck initcheck; do runs+=("$tool $bin"); done
+  done
+  export -f sanitize
+  export LOGS SANITIZER_TIMEOUT
+  # SANITIZER_JOBS runs at a time (default 1): the runs share the GPU, which only slows each.
+  printf '%s\n' "${runs[@]}" | xargs -P "${SANITIZER_JOBS:-1}" -L 1 bash -c 'sanitize "$0" "$1"'
   {
     header "compute-sanitizer (PAGEDATTN_TEST_REDUCED=1${SANITIZER_BINARIES:+; only $SANITIZER_BINARIES}): tool binary errors"
-    for bin in "${gpu_bins[@]}"; do
-      binary=$(basename "$bin")
-      if [ -n "${SANITIZER_BINARIES:-}" ]; then case " $SANITIZER_BINARIES " in *" $binary "*) ;; *) continue ;; esac; fi
-      for tool in memcheck racecheck synccheck initcheck; do
-        logf="$LOGS/sanitizer-$tool-$binary.txt"
-        # ~[api_error]: the cases that provoke a CUDA API error on purpose, which the sanitizer would count.
-        PAGEDATTN_TEST_REDUCED=1 timeout "$SANITIZER_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-          "$bin" "~[api_error]" >"$logf" 2>&1
-        rc=$?
-        # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
-        errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$logf" | tail -1 | grep -Eo '[0-9]+$' || true)
-        [ -n "$errors" ] || errors=$(grep -Eo '\(([0-9]+) errors' "$logf" | tail -1 | grep -Eo '[0-9]+' || true)
-        echo "$tool $binary errors=${errors:-?} rc=$rc"
-      done
+    for run in "${runs[@]}"; do
+      set -- $run
+      cat "$LOGS/sanitizer-line-$1-$(basename "$2").txt"
     done
   } | tee "$OUT/$name-sanitizer.txt"
 fi
