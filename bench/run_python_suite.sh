@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The Python package on a GPU machine: build pagedattn._C in place for the GPU present with the installed
-# torch, run its pytest suite, and time the op (python/bench/bench_ops.py: an eager call against a graph
+# The Python package on a GPU machine: build it (pagedattn and its extension pagedattn._C) for the GPU present
+# with the installed torch, run its pytest suite, and time the op (python/bench/bench_ops.py: an eager call against a graph
 # replay and against the C++ call, bench_call_overhead of BUILD_DIR). Usage, from the repository root:
 #
 #   bash bench/run_python_suite.sh BUILD_DIR OUT_DIR
 #
-# BUILD_DIR: a CMake build with the benchmarks on (docs/gpu-testing.md); the extension's objects go to
-# BUILD_DIR/python. Writes to OUT_DIR, named after the GPU (NAME, as bench/run_gpu_suite.sh names it):
+# BUILD_DIR: a CMake build with the benchmarks on (docs/gpu-testing.md); the package is built under
+# BUILD_DIR/python (a rebuild compiles only what changed), and the tests import it from there. Writes to OUT_DIR, named after the GPU (NAME, as bench/run_gpu_suite.sh names it):
 #   NAME-python-tests.txt  the pytest log          NAME-python-ops.json  bench_ops's timings
 #   logs/python-build.txt  the extension's build
 # Environment: PAGEDATTN_COMMIT names the commit where the source tree is not a git checkout;
@@ -27,10 +27,11 @@ log "build: the extension, and bench_call_overhead"
 cmake --build "$BUILD" --target bench_call_overhead >"$OUT/logs/call-overhead-build.txt" 2>&1 &
 cpp_build=$!
 (cd python && TORCH_CUDA_ARCH_LIST=$arch MAX_JOBS=${MAX_JOBS:-$(nproc)} \
-   python3 setup.py build_ext --inplace --build-temp "$BUILD/python") >"$OUT/logs/python-build.txt" 2>&1 ||
+   python3 setup.py build --build-base "$BUILD/python" --build-lib "$BUILD/python/lib") >"$OUT/logs/python-build.txt" 2>&1 ||
   { log "build failed"; tail -40 "$OUT/logs/python-build.txt"; exit 1; }
 wait $cpp_build || { log "bench_call_overhead build failed"; tail -20 "$OUT/logs/call-overhead-build.txt"; exit 1; }
-PYTHONPATH=$PWD/python python3 -c "import pagedattn" || { log "the built package does not import"; exit 1; }
+export PYTHONPATH=$BUILD/python/lib
+python3 -c "import pagedattn, pagedattn._C" || { log "the built package does not import"; exit 1; }
 log "build: $SECONDS s"
 
 log "tests"
@@ -38,12 +39,12 @@ log "tests"
   echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   # -v: each test's name before it runs, so that a crash names its test; the bad-input cases run in child
   # processes (test_ops.py).
-  PYTHONPATH=$PWD/python python3 -m pytest -v -rfEs python/tests 2>&1
+  python3 -m pytest -v -rfEs python/tests 2>&1
 } | tee "$OUT/$name-python-tests.txt" | tail -30
 tests_rc=${PIPESTATUS[0]}
 log "tests: exit status $tests_rc"
 log "bench"
-PYTHONPATH=$PWD/python python3 python/bench/bench_ops.py --out "$OUT/$name-python-ops.json" \
+python3 python/bench/bench_ops.py --out "$OUT/$name-python-ops.json" \
   --cpp-bench "$BUILD/bench/bench_call_overhead" --commit "$commit"
 bench_rc=$?
 log "bench: exit status $bench_rc"

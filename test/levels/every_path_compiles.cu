@@ -1,41 +1,61 @@
 // Compiled, never run, by a compile check (PAGEDATTN_COMPILE_CHECK, as CI builds: the GPU tests to sm_90's
 // PTX alone, without device optimisation), for each of the project's architectures: this unit keeps every
-// architecture's code building through the optimising front end and ptxas (the inline PTX of each path is assembled: sm_80's and sm_90's). It instantiates
-// every fold and staging the default policies take there, for each query and cache type and each cache
-// layout, and the BI-V100 policy's configuration: the tensor-core folds at heads 96 (token rows that are
-// not whole 128-byte slabs) and 256, the CUDA-core fold (fp32, fp8 below sm_90, BI-V100) at one of them
-// each (its kernels, of 1, 4 and 8 heads, are the costly ones to compile).
+// architecture's code building through the optimising front end and ptxas, so that the inline PTX of each
+// path is assembled for sm_80 and sm_90. It instantiates one decode kernel per fold, staging, query and cache
+// type and cache layout that the default policies take there (a kernel's other rows and its plain or
+// persistent grid change its control flow, not its instructions: one of each is here), and the BI-V100
+// policy's: the tensor-core folds at heads 96 (token rows that are not whole 128-byte slabs) and 256, in
+// 8 and 32 rows; the CUDA-core fold (fp32, fp8 below sm_90, fp32 over fp8, BI-V100) at one head size each.
 #include <pagedattn/pagedattn.cuh>
-
-#include <cstddef>
-#include <utility>
 
 namespace {
 
-template <int... HeadSizes>
-using Heads = std::integer_sequence<int, HeadSizes...>;
+using Default = pagedattn::DefaultPagedAttentionPolicies;
+using BIV100 = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
 
-template <class HeadDims, class T, class KvT = T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies,
-          class Layouts = pagedattn::SupportedCacheLayouts>
-cudaError_t decode(void* temp, std::size_t& bytes)
+template <class T, int HeadDim, int Rows, class KvT, bool TokenRows, class Chain, class Policy, bool Persistent>
+const void* kernel_of()
 {
-  return pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(temp, bytes, pagedattn::DecodeArguments<T, KvT>{});
+  return reinterpret_cast<const void*>(
+      pagedattn::detail::DecodeKernel<T, HeadDim, Rows, Chain, Policy, Persistent, KvT, TokenRows>::function());
 }
+
+/// One configuration's kernel under each policy of the default chain, as the dispatch instantiates them (the
+/// policy of the architecture compiled has a body, the other traps), or under the BI-V100 policy alone.
+template <class T, int HeadDim, int Rows, class KvT = T, bool TokenRows = false, class Chain = Default, bool Persistent = true>
+struct Kernels {
+  const void* sm80 = kernel_of<T, HeadDim, Rows, KvT, TokenRows, Chain, pagedattn::PagedAttentionPolicySm80, Persistent>();
+  const void* sm90 = kernel_of<T, HeadDim, Rows, KvT, TokenRows, Chain, pagedattn::PagedAttentionPolicySm90, Persistent>();
+};
+template <class T, int HeadDim, int Rows>
+struct Kernels<T, HeadDim, Rows, T, false, BIV100, true> {
+  const void* biv100 = kernel_of<T, HeadDim, Rows, T, false, BIV100, pagedattn::PagedAttentionPolicyBIV100, true>();
+};
 
 } // namespace
 
-cudaError_t every_path_compiles(void* temp, std::size_t& bytes)
+/// Referenced, so that every kernel above is compiled (nothing calls it).
+const void* every_path_compiles()
 {
-  using BIV100 = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
-  const cudaError_t results[] = {
-    decode<Heads<96, 256>, __half>(temp, bytes),
-    decode<Heads<96>, float>(temp, bytes),
-    decode<Heads<256>, __half, pagedattn::fp8_e4m3>(temp, bytes),
+  using pagedattn::fp8_e4m3;
+  using pagedattn::fp8_e5m2;
+  static const Kernels<__half, 96, 8> fp16_96;
+  static const Kernels<__half, 96, 8, __half, true> fp16_96_rows;
+  static const Kernels<__half, 256, 8> fp16_256;
+  static const Kernels<__half, 256, 32> fp16_256_32;
+  static const Kernels<__half, 256, 32, __half, true> fp16_256_32_rows;
+  static const Kernels<__half, 256, 8, __half, false, Default, /*Persistent=*/false> fp16_256_plain;
+  static const Kernels<float, 96, 8> fp32_96;
+  static const Kernels<float, 96, 8, float, true> fp32_96_rows;
+  static const Kernels<float, 96, 8, fp8_e4m3> fp32_e4m3;
+  static const Kernels<__half, 256, 8, fp8_e4m3> fp16_e4m3;
+  static const Kernels<__half, 256, 32, fp8_e4m3> fp16_e4m3_32;
+  static const Kernels<__half, 256, 8, fp8_e4m3, true> fp16_e4m3_rows;
 #if PAGEDATTN_HAS_BF16
-    decode<Heads<96, 256>, __nv_bfloat16>(temp, bytes),
-    decode<Heads<96>, __nv_bfloat16, pagedattn::fp8_e5m2>(temp, bytes),
+  static const Kernels<__nv_bfloat16, 96, 8> bf16_96;
+  static const Kernels<__nv_bfloat16, 256, 32, __nv_bfloat16, true> bf16_256_32_rows;
+  static const Kernels<__nv_bfloat16, 96, 8, fp8_e5m2> bf16_e5m2;
 #endif
-    decode<Heads<256>, __half, __half, BIV100, pagedattn::VllmCacheLayout>(temp, bytes),
-  };
-  return results[0];
+  static const Kernels<__half, 256, 8, __half, false, BIV100> biv100;
+  return biv100.biv100;
 }
