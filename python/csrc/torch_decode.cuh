@@ -175,5 +175,7 @@ extern template void decode_as<__half, pagedattn::fp8_e4m3>(VllmPagedAttentionAr
 extern template void decode_as<__half, pagedattn::fp8_e5m2>(VllmPagedAttentionArgs&, const CallTensors&);
 extern template void decode_as<__nv_bfloat16, pagedattn::fp8_e4m3>(VllmPagedAttentionArgs&, const CallTensors&);
 extern template void decode_as<__nv_bfloat16, pagedattn::fp8_e5m2>(VllmPagedAttentionArgs&, const CallTensors&);
+extern template void decode_as<float, pagedattn::fp8_e4m3>(VllmPagedAttentionArgs&, const CallTensors&);
+extern template void decode_as<float, pagedattn::fp8_e5m2>(VllmPagedAttentionArgs&, const CallTensors&);
 
 } // namespace pagedattn_torch

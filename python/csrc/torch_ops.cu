@@ -93,7 +93,7 @@ TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? 
 /// An optional tensor argument vLLM's ops do not have (pagedattn.decode's sinks).
 const c10::optional<at::Tensor> no_tensor;
 
-/// The caches' element type for 16-bit queries of type T: T with kv_cache_dtype "auto", else its fp8 format.
+/// The caches' element type for queries of type T: T with kv_cache_dtype "auto", else its fp8 format.
 template <class T>
 void decode_with_cache_of(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
@@ -107,8 +107,8 @@ void decode_with_cache_of(VllmPagedAttentionArgs& v, const CallTensors& t)
 }
 
 /// Every check first (check() reads no data pointer and no size of a tensor whose dimensions it has not
-/// checked), then the launch for the query's dtype and the caches' (query x cache: fp16 and bf16 with
-/// their own dtype, e4m3 or e5m2; fp32 with fp32).
+/// checked), then the launch for the query's dtype and the caches' (each query type with caches of its
+/// own dtype, e4m3 or e5m2).
 void run(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
   throw_if_bad(pagedattn_python::check(v));
@@ -116,7 +116,7 @@ void run(VllmPagedAttentionArgs& v, const CallTensors& t)
   {
   case DType::f16: decode_with_cache_of<__half>(v, t); break;
   case DType::bf16: decode_with_cache_of<__nv_bfloat16>(v, t); break;
-  case DType::f32: decode_as<float, float>(v, t); break; // fp8 caches need fp16 or bf16 queries: check() has refused them
+  case DType::f32: decode_with_cache_of<float>(v, t); break;
   default: throw_if_bad("query must be float16, bfloat16 or float32"); // check() has said so already
   }
 }

@@ -270,10 +270,6 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   {
     return std::string("query must be float16, bfloat16 or float32, got ") + dtype_name(q.dtype);
   }
-  if (fp8 && q.dtype == DType::f32)
-  {
-    return "query must be float16 or bfloat16 with an fp8 cache (kv_cache_dtype '" + v.kv_cache_dtype + "'), got float32";
-  }
   if (q.stride[2] != 1 && q.size[2] > 1) { return "query's last dimension (head_size) must be contiguous (stride 1)"; }
   // pagedattn reads a stride of 0 as "dense": a broadcast query would be read from the wrong places.
   if ((q.size[0] > 1 && q.stride[0] == 0) || (q.size[1] > 1 && q.stride[1] == 0)) { return "query must not be broadcast (a stride of 0)"; }

@@ -11,8 +11,8 @@ other uses of ``ops`` keep working. Both functions write ``out``:
   (python/README.md). v1 and v2 compute the same thing with the same kernel.
 - ``kv_cache_dtype`` "auto": the caches have the query's dtype and ``k_scale``/``v_scale`` must be 1.0.
   "fp8" or "fp8_e4m3" (E4M3FN) and "fp8_e5m2": vLLM 0.6's fp8 caches, torch.uint8 as vLLM stores them
-  (or the matching torch.float8_e4m3fn / float8_e5m2), the key cache with x = 16; float16 or bfloat16
-  queries; an element reads as ``float(fp8) * k_scale`` (``v_scale``), the scales finite and > 0.
+  (or the matching torch.float8_e4m3fn / float8_e5m2), the key cache with x = 16; float16, bfloat16 or
+  float32 queries; an element reads as ``float(fp8) * k_scale`` (``v_scale``), the scales finite and > 0.
 - The scales reach the GPU through a float[2] the op keeps per device and stream: before each fp8 decode
   a 1-thread kernel on the op's stream writes them into it. Kernel arguments are captured by value, so a
   CUDA graph replays the scales of its capture (vLLM's are per-layer constants) and eager calls are

@@ -351,7 +351,7 @@ def run_v1(p, out=None, k_scale=None, v_scale=None, **overrides):
 
 
 @pytest.mark.parametrize("kv_cache_dtype", ["fp8", "fp8_e4m3", "fp8_e5m2"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("head_size", [128, 256])
 @pytest.mark.parametrize("block_size", [8, 16, 32])
 def test_fp8_caches_as_vllm_passes_them(kv_cache_dtype, dtype, head_size, block_size):
@@ -449,7 +449,7 @@ def test_fp8_torch_compile_without_graph_breaks():
 def fp8_bad_cases():
     """(argument named in the message, overrides of run_v1's arguments for an e4m3 Problem p of fp16 queries)."""
     return [
-        ("query", lambda p: dict(query=p.query.float(), out=torch.empty_like(p.query, dtype=torch.float32))),
+        ("query", lambda p: dict(query=p.query.double(), out=torch.empty_like(p.query, dtype=torch.float64))),
         ("kv_cache_dtype", lambda p: dict(kv_cache_dtype="fp8_e4m3fn")),  # torch's name, not vLLM's
         ("kv_cache_dtype", lambda p: dict(kv_cache_dtype="int8")),
         ("key_cache", lambda p: dict(key_cache=p.key_cache.view(torch.int8))),

@@ -1,6 +1,6 @@
 // Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
-// linked): DevicePagedAttention::Decode for every element type and fp16 queries over both fp8 caches (each
-// instantiates every supported head size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
+// linked): DevicePagedAttention::Decode for every element type, fp16 queries over both fp8 caches and fp32
+// queries over e4m3 (each instantiates every supported head size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
 // pass of a launch planned on the device.
 #include <pagedattn/pagedattn.cuh>
 
@@ -39,6 +39,7 @@ cudaError_t biv100_instantiations(void* temp, std::size_t& bytes, cudaStream_t s
     decode(temp, bytes, pagedattn::DecodeArguments<float>{}, stream),
     decode(temp, bytes, pagedattn::DecodeArguments<__half, pagedattn::fp8_e4m3>{}, stream),
     decode(temp, bytes, pagedattn::DecodeArguments<__half, pagedattn::fp8_e5m2>{}, stream),
+    decode(temp, bytes, pagedattn::DecodeArguments<float, pagedattn::fp8_e4m3>{}, stream),
 #if PAGEDATTN_HAS_BF16
     decode(temp, bytes, pagedattn::DecodeArguments<__nv_bfloat16>{}, stream),
 #endif

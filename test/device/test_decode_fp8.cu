@@ -119,6 +119,26 @@ TEST_CASE("decode fp8: bf16 queries over e4m3 (head 256)", "[decode][gpu][fp8]")
 }
 #endif
 
+// fp32 queries and output over fp8 take the CUDA-core fold on every architecture (vLLM's fp32 model with
+// kv_cache_dtype "fp8"): block sizes, GQA 1 and 6, ALiBi, a batch with an empty sequence, a loose bound.
+TEST_CASE("decode fp8: fp32 queries over e4m3 (head 128)", "[decode][gpu][fp8]")
+{
+  GPU_TEST_SEED(seed, 3100);
+  int combo = 0;
+  for (int block_size : {8, 16, 32})
+  {
+    for (int kv_heads : {8, 4})
+    {
+      test::DecodeShape s{{1, 700, 0, 4097}, /*num_heads=*/kv_heads == 8 ? 8 : 24, kv_heads, /*head_size=*/128, block_size};
+      s.alibi = combo % 2 == 1;
+      test::check_decode<float, Default, fp8_e4m3, std::integer_sequence<int, 128>>(s, seed + combo++);
+    }
+  }
+  test::DecodeShape loose{{5000, 33}, 24, 4, 128}; // a bound of many waves: the persistent grid
+  loose.max_seq_len_override = 100000;
+  test::check_decode<float, Default, fp8_e4m3, std::integer_sequence<int, 128>>(loose, seed + combo);
+}
+
 TEST_CASE("decode fp8: logit soft-cap, attention sinks, sliding windows, several new tokens over e4m3", "[decode][gpu][fp8][variants]")
 {
   GPU_TEST_SEED(seed, 2900);

@@ -80,6 +80,14 @@ TEST_CASE("decode fp8: Qwen3.6 shapes over e5m2, a long sequence", "[decode][gpu
   test::check_decode<__half, Default, fp8_e5m2, TwoHeadSizes>(longest, seed);
 }
 
+// fp32 queries over e5m2: the CUDA-core fold's e5m2 conversion (e4m3's matrix: test_decode_fp8.cu).
+TEST_CASE("decode fp8: fp32 queries over e5m2 (head 256)", "[decode][gpu][fp8]")
+{
+  GPU_TEST_SEED(seed, 3150);
+  const test::DecodeShape s{{700, 33, 1, 0, 3001}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  test::check_decode<float, Default, fp8_e5m2, std::integer_sequence<int, 256>>(s, seed);
+}
+
 #if PAGEDATTN_HAS_BF16
 // bf16 queries differ from fp16 only where the queries are loaded and the output stored: one head size.
 TEST_CASE("decode fp8: bf16 queries over e5m2 (head 128)", "[decode][gpu][fp8]")

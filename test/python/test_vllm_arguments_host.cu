@@ -298,12 +298,13 @@ TEST_CASE("python op arguments: vLLM's fp8 caches become DecodeArguments<T, fp8_
     DType cache, query;
     int head_size;
   };
-  // vLLM 0.6's uint8 caches and the torch float8 dtypes, "fp8" as e4m3, both query types, heads 128 and 256.
+  // vLLM 0.6's uint8 caches and the torch float8 dtypes, "fp8" as e4m3, every query type, heads 128 and 256.
   const std::vector<Case> cases = {
       {"fp8", DType::u8, DType::f16, 128},          {"fp8_e4m3", DType::u8, DType::bf16, 256},
       {"fp8_e5m2", DType::u8, DType::f16, 256},     {"fp8_e5m2", DType::u8, DType::bf16, 128},
       {"fp8", DType::f8_e4m3, DType::bf16, 128},    {"fp8_e4m3", DType::f8_e4m3, DType::f16, 256},
-      {"fp8_e5m2", DType::f8_e5m2, DType::f16, 128},
+      {"fp8_e5m2", DType::f8_e5m2, DType::f16, 128}, {"fp8", DType::u8, DType::f32, 128},
+      {"fp8_e5m2", DType::f8_e5m2, DType::f32, 256},
   };
   for (const Case& c : cases)
   {
@@ -335,6 +336,8 @@ TEST_CASE("python op arguments: vLLM's fp8 caches become DecodeArguments<T, fp8_
     {
       expect_translation(pagedattn::DecodeArguments<__nv_bfloat16, pagedattn::fp8_e5m2>{});
     }
+    if (c.query == DType::f32 && kv == KvCacheDtype::fp8_e4m3) { expect_translation(pagedattn::DecodeArguments<float, pagedattn::fp8_e4m3>{}); }
+    if (c.query == DType::f32 && kv == KvCacheDtype::fp8_e5m2) { expect_translation(pagedattn::DecodeArguments<float, pagedattn::fp8_e5m2>{}); }
   }
   CHECK(pagedattn_python::kv_cache_dtype_of("fp8") == KvCacheDtype::fp8_e4m3);
   CHECK(pagedattn_python::kv_cache_dtype_of("fp8_e4m3") == KvCacheDtype::fp8_e4m3);
@@ -374,7 +377,6 @@ TEST_CASE("python op arguments: each bad argument of an fp8 call is named", "[py
       {"v_scale", [](auto& v) { v.v_scale = 0.0; }},
       {"v_scale", [=](auto& v) { v.v_scale = nan; }},
       {"v_scale", [=](auto& v) { v.v_scale = -inf; }},
-      {"query must be float16 or bfloat16 with an fp8 cache", [](auto& v) { v.query.dtype = v.out.dtype = DType::f32; }},
       {"key_cache must be uint8 or float8_e4m3fn", [](auto& v) { v.key_cache.dtype = DType::f16; }},
       {"key_cache must be uint8 or float8_e4m3fn", [](auto& v) { v.key_cache.dtype = DType::f8_e5m2; }}, // the other format
       {"key_cache must be uint8 or float8_e5m2", [](auto& v) { v.kv_cache_dtype = "fp8_e5m2"; v.key_cache.dtype = DType::f8_e4m3; }},

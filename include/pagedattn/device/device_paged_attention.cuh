@@ -19,7 +19,7 @@ struct DevicePagedAttention {
   /// HeadDims: the head sizes to instantiate (default: all supported); others return an error.
   /// CacheLayouts: the cache layouts to instantiate (default: all; VllmCacheLayout halves the tensor-core
   /// kernels); others return an error.
-  /// T: query and output; KvT: the caches' elements (T, or fp8_e4m3 / fp8_e5m2 with fp16 or bf16 queries);
+  /// T: query and output; KvT: the caches' elements (T, fp8_e4m3 or fp8_e5m2);
   /// OutputEpilogue: args.output_epilogue's type (each one instantiates its own kernels).
   template <class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
             class CacheLayouts = SupportedCacheLayouts, class T, class KvT, class OutputEpilogue>

@@ -24,10 +24,10 @@ using SupportedCacheLayouts = CacheLayoutList<CacheLayout::vllm, CacheLayout::hn
 using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 
 /// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
-/// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or, with fp16 or bf16
-/// queries, an fp8 format (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as
-/// float(fp8) * scale with the scales below. OutputEpilogue: what each output element passes through before
-/// it is stored (thread/thread_output_epilogue.cuh; by default nothing).
+/// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or an fp8 format
+/// (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as float(fp8) * scale with the scales
+/// below (with fp32 queries on the CUDA-core fold). OutputEpilogue: what each output element passes through
+/// before it is stored (thread/thread_output_epilogue.cuh; by default nothing).
 template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue>
 struct DecodeArguments {
   T* output = nullptr;                 ///< [num_seqs * q_len][num_heads][head_size] (strides below)

@@ -154,11 +154,6 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT, OutputEpilogue>& a)
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if constexpr (is_fp8<KvT>)
   {
-    if (sizeof(T) != 2)
-    {
-      return bad(std::string("key_cache and value_cache of ") + ElementTraits<KvT>::name + " need fp16 or bf16 queries, not " +
-                 ElementTraits<T>::name);
-    }
     if (a.scale_head_stride < 0) { return bad("scale_head_stride must be >= 0, got " + std::to_string(a.scale_head_stride)); }
   }
   else

@@ -117,9 +117,7 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
   static_assert(std::is_same_v<KvT, T> || is_fp8<KvT>, "the caches hold the query's type or an fp8 format (util_fp8.cuh)");
   PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
   PAGEDATTN_RETURN_IF_ERROR((validate_cache_layout<Layouts>(a)));
-  // An fp8 cache with fp32 queries: validate_arguments has named it, and no kernel is instantiated for it.
-  if constexpr (is_fp8<KvT> && sizeof(T) != 2) { return cudaErrorInvalidValue; }
-  else { return dispatch_validated<T, PolicyChain, HeadDims, Layouts>(d_temp_storage, temp_storage_bytes, a, stream); }
+  return dispatch_validated<T, PolicyChain, HeadDims, Layouts>(d_temp_storage, temp_storage_bytes, a, stream);
 }
 
 
