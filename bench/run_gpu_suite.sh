@@ -6,7 +6,8 @@
 #   bash bench/run_gpu_suite.sh BUILD_DIR OUT_DIR [all|tests|sanitizers|bench|ncu]
 #
 # Writes to OUT_DIR, each file named after the GPU (NAME: the last word of its name, lower case, e.g. h200):
-#   NAME-tests.txt      ctest, every test but the compile checks (label "compile": they need no GPU)
+#   NAME-tests.txt      ctest, every test but the compile and records checks (labels "compile" and "records":
+#                       they need no GPU, and the records check reads the bench/results/ this run replaces)
 #   NAME-sanitizer.txt  compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test
 #                       binary (the reduced matrix, PAGEDATTN_TEST_REDUCED=1): one line per tool and binary
 #   NAME.json, NAME.png bench_decode (fp16; fp8, fp32 and layout rows), bench_combine and the seed, merged
@@ -47,7 +48,7 @@ ctest_rc=
 if part tests; then
   {
     header ctest
-    (cd "$BUILD" && PAGEDATTN_TEST_REPORT="$LOGS/errors.txt" ctest -LE compile --output-on-failure --timeout 900 2>&1)
+    (cd "$BUILD" && PAGEDATTN_TEST_REPORT="$LOGS/errors.txt" ctest -LE 'compile|records' --output-on-failure --timeout 900 2>&1)
   } | tee "$OUT/$name-tests.txt" | tail -25
   ctest_rc=${PIPESTATUS[0]}
 fi
