@@ -86,16 +86,6 @@ TEST_CASE("decode fp8: bad fp8 arguments return cudaErrorInvalidValue naming the
   a = dd.arguments();
   a.scale_head_stride = -1;
   refused(a, "scale_head_stride");
-  pagedattn::DecodeArguments<float, fp8_e4m3> fp32_queries{};
-  fp32_queries.num_seqs = 0;
-  fp32_queries.num_heads = 8;
-  fp32_queries.num_kv_heads = 2;
-  fp32_queries.head_size = 128;
-  fp32_queries.block_size = 16;
-  fp32_queries.max_blocks_per_seq = 1;
-  fp32_queries.num_blocks = 1;
-  fp32_queries.scale = 1.f;
-  refused(fp32_queries, "need fp16 or bf16 queries, not fp32");
 }
 
 TEST_CASE("decode fp8: Qwen3.6 shapes over e4m3, a long sequence and a skewed batch", "[decode][gpu][fp8][long]")
