@@ -152,6 +152,7 @@ def test_cuda_graph_replay_with_seq_lens_and_block_tables_rewritten():
     p = Problem([50000, 50000, 50000], 24, 4, 256, seed=5, max_blocks_per_seq=65536 // 16)
     stream = torch.cuda.Stream()
     out = torch.empty_like(p.query)
+    stream.wait_stream(torch.cuda.current_stream())  # the problem's tensors, made on the current stream
     with torch.cuda.stream(stream):
         run_decode(p, out=out)  # warm up outside the capture
     stream.synchronize()
@@ -411,6 +412,7 @@ def test_fp8_cuda_graph_replays_the_scales_of_capture_time():
     p.max_seq_len = 32768
     stream = torch.cuda.Stream()
     out = torch.empty_like(p.query)
+    stream.wait_stream(torch.cuda.current_stream())  # the problem's tensors, made on the current stream
     with torch.cuda.stream(stream):
         run_v1(p, out=out)  # warm up outside the capture
     stream.synchronize()
@@ -423,6 +425,9 @@ def test_fp8_cuda_graph_replays_the_scales_of_capture_time():
         p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
         p.block_tables.copy_(tables)
         out.fill_(float("nan"))
+        # The rewrites and the fill run on the current stream: the replay on `stream` must wait for them (else
+        # a late fill overwrites the outputs the replay stored first, as it did once under a loaded GPU).
+        stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             graph.replay()
             other_scales = run_v1(p, k_scale=4.0, v_scale=0.25)  # the stream's own scale buffer, not the graph's
