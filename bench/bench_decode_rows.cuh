@@ -29,7 +29,8 @@ struct BenchShape {
   int q_len = 1;  ///< new tokens per sequence
 };
 
-// Qwen3.6 (24/4, head 256) over batch x length, head 128 with the same heads, a 32/8 model (head 128),
+// Qwen3.6 (24/4, head 256) over batch x length, heads 128 and 120 with the same heads (120 carried in a
+// 128-wide tile: its time should be 120/128 of 128's), a 32/8 model (head 128),
 // and two latency-bound steps (a short sequence, and a length just past a partition boundary); a
 // 4096-token window over 100000 tokens against a 4096-token sequence (the window's time should
 // be the window's); four new tokens per sequence (speculative decoding: the cache read once for
@@ -39,7 +40,7 @@ const BenchShape shapes[] = {
     {64, 4096, 24, 4, 256},  {256, 1024, 24, 4, 256}, {1, 100000, 24, 4, 128}, {64, 4096, 24, 4, 128},
     {1, 100000, 32, 8, 128}, {64, 4096, 32, 8, 128},  {1, 1000, 24, 4, 256},   {4, 2049, 24, 4, 256},
     {256, 1024, 24, 4, 128}, {1, 1000, 24, 4, 128},   {1, 4096, 24, 4, 256},   {1, 100000, 24, 4, 256, 4096},
-    {1, 100000, 24, 4, 256, 0, 4}, {64, 4096, 24, 4, 256, 0, 4},
+    {1, 100000, 24, 4, 256, 0, 4}, {64, 4096, 24, 4, 256, 0, 4}, {1, 100000, 24, 4, 120}, {64, 4096, 24, 4, 120},
 };
 constexpr int block_size = 16;
 constexpr int reference_pairs = 4;

@@ -39,6 +39,11 @@ __host__ __device__ constexpr bool is_power_of_two(int n) { return n > 0 && (n &
 template <class T>
 __host__ __device__ constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
 
+/// The head width the tensor-core fold computes over: whole 16-dim mma k-steps. A head size that is not a
+/// multiple of 16 (120) is carried in a tile this wide whose dims past the head are zero in K and the
+/// queries and never stored.
+__host__ __device__ constexpr int tensor_core_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
+
 namespace arch {
 
 /// Lane index inside the hardware warp.

@@ -57,7 +57,7 @@ TEST_CASE("decode " DTYPE ": logit soft-cap and attention sinks, alone and combi
     for (const bool sinks : {false, true})
     {
       if (softcap == 0.f && !sinks) { continue; }
-      for (int head_size : {80, 128, 256})
+      for (int head_size : {80, 120, 128, 256})
       {
         ++combo;
         test::DecodeShape s{{1, 17, 1000, 0, 5003}, /*num_heads=*/24, /*num_kv_heads=*/4, head_size};
@@ -146,7 +146,7 @@ TEST_CASE("decode " DTYPE ": several new tokens per sequence (q_len 1 .. 8), alo
   // soft-cap and sinks on top; fixed partitions of 32 tokens (a new token's last positions in another
   // partition than its first), the persistent grid (a loose max_seq_len); every head size in turn.
   const int heads[][2] = {{24, 4}, {8, 8}, {16, 2}};
-  const int head_sizes[] = {64, 80, 96, 112, 128, 192, 256};
+  const int head_sizes[] = {64, 80, 96, 112, 120, 128, 192, 256};
   int combo = 0;
   for (int q_len = 1; q_len <= pagedattn::max_q_len; ++q_len)
   {
@@ -154,7 +154,7 @@ TEST_CASE("decode " DTYPE ": several new tokens per sequence (q_len 1 .. 8), alo
     {
       ++combo;
       const auto& h = heads[combo % 3];
-      test::DecodeShape s{{1, q_len - 1, 16, 0, 1000 + q_len, 5003}, h[0], h[1], head_sizes[combo % 7], combo % 2 ? 16 : 32};
+      test::DecodeShape s{{1, q_len - 1, 16, 0, 1000 + q_len, 5003}, h[0], h[1], head_sizes[combo % 8], combo % 2 ? 16 : 32};
       s.q_len = q_len;
       s.partition_tokens = variant == 1 && combo % 3 != 1 ? 32 : 0;
       s.max_seq_len_override = variant == 0 && q_len % 3 == 0 ? 20000 : -1;

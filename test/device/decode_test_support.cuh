@@ -477,7 +477,7 @@ void run_matrix(std::uint64_t seed)
   const int ratios[] = {1, 4, 6, 8};
   int combo = 0;
   double worst = 0;
-  for (int head_size : {64, 80, 96, 112, 128, 192, 256})
+  for (int head_size : {64, 80, 96, 112, 120, 128, 192, 256})
   {
     for (int block_size : {8, 16, 32})
     {

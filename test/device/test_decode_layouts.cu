@@ -54,7 +54,7 @@ TEST_CASE("decode layouts: fp16 over hnd and nhd, every head size x block size x
   const int ratios[] = {1, 6, 8, 16};
   int combo = 0;
   double worst = 0;
-  for (int head_size : {64, 80, 96, 112, 128, 192, 256})
+  for (int head_size : {64, 80, 96, 112, 120, 128, 192, 256})
   {
     for (int block_size : {8, 16, 32})
     {

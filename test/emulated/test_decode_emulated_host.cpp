@@ -622,6 +622,26 @@ TEST_CASE("decode, emulated on the host: head 128, block sizes 8 and 32, GQA 12 
   }
 }
 
+TEST_CASE("decode, emulated on the host: head 120 (not whole 16-dim steps) on the CUDA-core decode, BI-V100's included",
+          "[decode][emulated][host][biv100]")
+{
+  const CacheLayout layout = GENERATE(CacheLayout::vllm, CacheLayout::hnd);
+  Shape shape{{37, 0, 301, 1000}, 12, 2, 120, 16}; // 6 query heads per KV head
+  shape.partition_tokens = 64;
+  shape.alibi = layout == CacheLayout::hnd;
+  shape.layout = layout;
+  INFO("layout " << int(layout));
+  const Problem prob(shape, 120 + int(layout));
+  for (int policy = 0; policy < 2; ++policy)
+  {
+    const RunResult r = policy == 0 ? run_emulated<EmulatedPolicy, 120>(prob, 3, 2) : run_emulated<PagedAttentionPolicyBIV100, 120>(prob, 3, 2);
+    REQUIRE(r.errors == 0u);
+    const double err = relative_error(prob, r.output);
+    WARN((policy == 0 ? "emulated policy" : "BI-V100 policy") << ", head 120: relative L2 error " << err);
+    REQUIRE(err < 1e-4);
+  }
+}
+
 TEST_CASE("decode, emulated on the host: the BI-V100 policy's CUDA-core decode", "[decode][emulated][host][biv100]")
 {
   Shape shape{{37, 0, 300, 1000}, 8, 2, 64, 16}; // 4 query heads per KV head
@@ -773,6 +793,9 @@ TEST_CASE("decode, emulated on the host: fp8 arguments that cannot work are refu
   auto negative = a;
   negative.scale_head_stride = -1;
   refused(negative, "scale_head_stride");
+  auto head_120 = a; // a key of 120 fp8 elements is 7.5 of vLLM's 16-byte vectors
+  head_120.head_size = 120;
+  refused(head_120, "head_size 120 is not supported with a 1-byte cache element");
 
   // Scales given for a cache that is not fp8.
   DecodeArguments<float> scaled_fp32 = {};

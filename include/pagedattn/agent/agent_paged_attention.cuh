@@ -51,7 +51,7 @@ public:
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Fold::partial_after_storage;
 
-  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(head_is_whole_vectors<KvT>(HeadDim), "a key is whole 16-byte vectors of the cache");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
 
   /// The block's partial: stats [heads][2] (max score, exp sum), values [heads][HeadDim].

@@ -6,7 +6,10 @@
 // The products are computed transposed, so that the heads fill the mma's n = 8, in n-tiles of 8 heads (Rows / 8
 // of them: one with a GQA group of up to 8 and one new token, up to 4 with several new tokens):
 //   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
-//   O^T (HeadDim x 8 heads)   += V^T (dims x tokens) · P^T (tokens x heads)
+//   O^T (W x 8 heads)         += V^T (dims x tokens) · P^T (tokens x heads)
+// over W = tensor_core_head_dim(HeadDim) dims: a head that is not whole 16-dim k-steps (120) is padded, its
+// queries and the stage's K zero past the head (0 * 0 in the last k-step), and the output rows past the head
+// (from the stage's V there, which may be stale) are never stored.
 // Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows, and
 // the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
@@ -69,7 +72,7 @@ public:
   static constexpr int block_threads = Warps * warp_threads;
   static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
   static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
-  static constexpr int k_steps = HeadDim / 16;                      ///< QK k-steps = PV m-tiles
+  static constexpr int k_steps = tensor_core_head_dim(HeadDim) / 16; ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
   /// Floats per head row of the partial scores. One n-tile: + 8, conflict-free float2 reads (+ 4 would also
   /// make the QK stores conflict-free and fit three blocks to an SM at head 128, but the schedule model's
@@ -88,6 +91,7 @@ public:
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
   static_assert(Rows % 8 == 0 && Rows <= 32, "rows: n-tiles of 8, up to 4");
+  static_assert(HeadDim % 8 == 0 && (!is_fp8<KvT> || HeadDim % 16 == 0), "a head of whole 16-byte vectors of the cache");
   static_assert(Warps >= 1 && Warps <= 4 && max_heads % Warps == 0 && warp_threads % heads_per_warp == 0 && tokens_per_lane >= 2,
                 "the warps split the heads evenly, a power of two per warp, >= 2 tokens per lane");
 
@@ -149,8 +153,9 @@ public:
         if (s < k_steps && r < heads)
         {
           // Element-wise: query rows need not be 4-byte aligned. (fp8: k-slots 2q.. hold dims 4q.., above.)
+          // A padded head's last k-step: its upper 8 dims lie past the head and stay zero.
           const T* d = row + 16 * s + (fp8_cache ? 4 * q : 2 * q);
-          fragment = fp8_cache ? uint2{pack(d[0], d[1]), pack(d[2], d[3])} : uint2{pack(d[0], d[1]), pack(d[8], d[9])};
+          fragment = fp8_cache ? uint2{pack(d[0], d[1]), pack(d[2], d[3])} : uint2{pack(d[0], d[1]), 16 * s + 8 < HeadDim ? pack(d[8], d[9]) : 0u};
         }
         query_[i][n] = fragment;
 #pragma unroll
@@ -426,7 +431,7 @@ public:
         {
           // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
           const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
-          if (head < heads_) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
+          if (head < heads_ && dim < HeadDim) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
         }
       }
     }

@@ -3,10 +3,13 @@
 // copied from vLLM's paged cache into shared memory with 16-byte asynchronous copies, and the addresses
 // the tensor-core block tile reads its fragments from (ldmatrix rows).
 //
-// Shared-memory layout of a stage (a "unit" is 16 bytes = 8 elements of the 16-bit type):
-//   K: [HeadDim / 8 vectors][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t.
-//   V: [HeadDim dims][4] units; unit (d, u) holds tokens 8u .. 8u+7 of dim d and lives at
-//      d * 4 + (u ^ v_swizzle(d)).
+// Shared-memory layout of a stage (a "unit" is 16 bytes = 8 elements of the 16-bit type; W =
+// tensor_core_head_dim(HeadDim), the head rounded up to whole 16-dim k-steps):
+//   K: [W / 8 vectors][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t. Vectors past the
+//      head (head 120: vector 15) are zero-filled, so the padded k-step adds 0 * 0 to each score.
+//   V: [W dims][4] units; unit (d, u) holds tokens 8u .. 8u+7 of dim d and lives at
+//      d * 4 + (u ^ v_swizzle(d)). Dims past the head are never written: they only reach output rows
+//      the tile never stores.
 // An ldmatrix phase reads 8 rows of 16 bytes: 8 consecutive tokens of one K vector (128 contiguous bytes),
 // or one V unit of 8 consecutive dims, which v_swizzle spreads over the 8 16-byte bank groups.
 //
@@ -29,15 +32,17 @@ class KvTileStage {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int warps = BlockThreads / warp_threads;
-  static constexpr int key_vectors = HeadDim / 8;  ///< K units (16-byte vectors) per token
+  static constexpr int tile_dim = tensor_core_head_dim(HeadDim);
+  static constexpr int key_vectors = tile_dim / 8;   ///< K units (16-byte vectors) per token in the stage
+  static constexpr int cache_vectors = HeadDim / 8;  ///< of them, those the cache holds (the rest are zero)
   static constexpr int v_units_per_dim = tile_tokens / 8;
   static constexpr int k_units = key_vectors * tile_tokens;
-  static constexpr int v_units = HeadDim * v_units_per_dim;
+  static constexpr int v_units = tile_dim * v_units_per_dim;
   static constexpr int k_copies = (key_vectors + warps - 1) / warps;               ///< K units per thread
   static constexpr int v_dims_per_pass = BlockThreads / v_units_per_dim;      ///< dims covered per V pass
   static constexpr int v_copies = (HeadDim + v_dims_per_pass - 1) / v_dims_per_pass;
   static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
-  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(HeadDim % 8 == 0, "a key is whole 16-byte vectors");
   // Dependent on T, so checked per instantiation: 64-lane builds (BI-V100) read this header but never
   // instantiate the tensor-core path, and compilers that check non-dependent assertions when they read a
   // template (clang 16, CoreX's compiler) would reject the whole library.
@@ -87,7 +92,7 @@ public:
 
     // K: token `lane`, element (c, t % block_size, 0) of the block's [key_vectors][block_size][8] run.
     const T* k = head_run(lane, p.key_cache);
-    const int k_bytes = k ? 16 : 0;
+    const int k_bytes = k ? 16 : 0; // (a vector past the head: 0, zero-filled, below)
     const T* k_src = k ? k + 8 * (lane & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(8 * warp) << log2_block_size) : p.key_cache;
     const std::int64_t k_step = k ? static_cast<std::int64_t>(8 * warps) << log2_block_size : 0; // warps vectors on
     uint4* k_dst = &stage.k[k_unit(warp, lane)];
@@ -95,7 +100,8 @@ public:
     for (int i = 0; i < k_copies; ++i, k_src += k_step, k_dst += warps * tile_tokens)
     {
       if (k_copies * warps != key_vectors && warp + i * warps >= key_vectors) { break; } // warp-uniform
-      arch::copy_async_16(k_dst, k_src, k_bytes);
+      const bool in_head = cache_vectors == key_vectors || warp + i * warps < cache_vectors; // warp-uniform
+      arch::copy_async_16(k_dst, in_head ? k_src : p.key_cache, in_head ? k_bytes : 0);
     }
 
     // V: unit u = lane % 4 (tokens 8u .. 8u+7) of dims d0 + v_dims_per_pass * i, from the [HeadDim][block_size] run.

@@ -5,9 +5,13 @@
 // interface of KvTileStage (the cp.async stage of sm_80), so BlockTileTensorCore folds either.
 //
 // A bulk copy moves a cache block's run of one KV head as it lies in the cache, so the shared layout
-// follows the cache's and depends on the block size bs (a "unit" is 16 bytes = 8 elements):
-//   K: per cache block of the tile, [HeadDim / 8 vectors][bs tokens] units (the cache's [head/8][bs][8]);
-//   V: per cache block of the tile, [HeadDim dims][bs / 8] units (the cache's [head][bs]).
+// follows the cache's and depends on the block size bs (a "unit" is 16 bytes = 8 elements; W =
+// tensor_core_head_dim(HeadDim), the head rounded up to whole 16-dim k-steps):
+//   K: per cache block of the tile, [W / 8 vectors][bs tokens] units (the cache's [head/8][bs][8]);
+//   V: per cache block of the tile, [W dims][bs / 8] units (the cache's [head][bs]).
+// A run fills the first HeadDim / 8 vectors or HeadDim dims of its block's place. K's vectors past the head
+// (head 120: vector 15) are zeroed once per partition (ClearKeyPadding), so the padded k-step adds 0 * 0;
+// V's dims past the head stay stale: they only reach output rows the tile never stores.
 // An ldmatrix phase reads 8 rows of 16 bytes: for K, 8 consecutive tokens of one vector (128 contiguous
 // bytes, conflict-free); for V, one 8-token unit of 8 consecutive dims, which lie 2 * bs bytes apart: no
 // conflict at bs 8, two-way at bs 16, four-way at bs 32 with plain bulk copies. TensorCopies (copies of a
@@ -44,14 +48,16 @@ class KvTileStageBulk {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int elements_per_unit = 16 / static_cast<int>(sizeof(T)); ///< 8 (16-bit types) or 16 (fp8)
-  static constexpr int key_vectors = HeadDim / elements_per_unit; ///< K units (16-byte vectors) per token
+  static constexpr int tile_dim = tensor_core_head_dim(HeadDim);
+  static constexpr int key_vectors = tile_dim / elements_per_unit;   ///< K units (16-byte vectors) per token in the stage
+  static constexpr int cache_vectors = HeadDim / elements_per_unit;  ///< of them, those a run fills
   static constexpr int v_units_per_dim = tile_tokens / 8;           ///< (16-bit stages)
   static constexpr int k_units = key_vectors * tile_tokens;
   static constexpr int v_units = k_units;
   /// Whether the fold must clear the V of dead tokens itself (the copies bring whole cache blocks).
   static constexpr bool copies_whole_blocks = true;
   static_assert(sizeof(T) == 2 || sizeof(T) == 1, "KvTileStageBulk: 16-bit or fp8 element types");
-  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(HeadDim % elements_per_unit == 0, "a key is whole 16-byte vectors");
   // Runs are whole 128-byte rows (head x bs x sizeof(T) bytes, bs >= 8); the v arrays of 16-bit stages
   // (swizzled by tensor copies) start at multiples of 1024 bytes (the 128-byte swizzle's period) from a
   // 1024-byte aligned stage array, fp8 stages' (not swizzled) at multiples of 128.
@@ -80,7 +86,7 @@ public:
     PAGEDATTN_HOST_DEVICE int v_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 3; // 8-token units per block row
-      return v_place(((unit >> log2_units) * HeadDim << log2_units) + (dim << log2_units) + (unit & ((1 << log2_units) - 1)));
+      return v_place(((unit >> log2_units) * tile_dim << log2_units) + (dim << log2_units) + (unit & ((1 << log2_units) - 1)));
     }
     /// Where unit o of the v array's runs, counted in the cache's order, lies.
     static PAGEDATTN_HOST_DEVICE int v_place(int o) { return TensorCopies ? o ^ ((o >> 3) & 7) : o; }
@@ -88,12 +94,12 @@ public:
     PAGEDATTN_HOST_DEVICE int v_fp8_unit(int dim, int unit) const
     {
       const int log2_units = log2_bs_ - 4; // 16-token units per block row
-      return ((((unit << 4) >> log2_bs_) * HeadDim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
+      return ((((unit << 4) >> log2_bs_) * tile_dim + dim) << log2_units) + (unit & ((1 << log2_units) - 1));
     }
     /// fp8 stages: the byte of tile token `token` of dim `dim`.
     PAGEDATTN_HOST_DEVICE int v_fp8_byte(int dim, int token) const
     {
-      return (((token >> log2_bs_) * HeadDim + dim) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
+      return (((token >> log2_bs_) * tile_dim + dim) << log2_bs_) + (token & ((1 << log2_bs_) - 1));
     }
 
   private:
@@ -104,7 +110,7 @@ public:
   /// first of its units in the stage's k (K run) or v (V run) array. The run's units follow in the cache's order.
   static PAGEDATTN_HOST_DEVICE int run_first_unit(int block_in_stage, bool /*value*/, int log2_block_size)
   {
-    return (block_in_stage * key_vectors) << log2_block_size; // a run of K or V: head x bs elements
+    return (block_in_stage * key_vectors) << log2_block_size; // a place for a run of K or V: W x bs elements
   }
 
   /// Warp-wide, one warp: issue the copies of the Slabs consecutive 32-token stages (`stage[0 .. Slabs-1]`)
@@ -154,6 +160,21 @@ public:
     static_assert(dependent_value<T>(0) != 0, "KvTileStageBulk needs code compiled for sm_90 (the sm_90 policy only)");
     return false;
 #endif
+  }
+
+  /// Block-wide, before the partition's first copies: zero K's vectors past the head (cache_vectors ..
+  /// key_vectors - 1) of every token place of `count` x Slabs stages: runs never write them, and whatever the
+  /// storage held before could be NaN.
+  template <int Slabs>
+  static PAGEDATTN_DEVICE void ClearKeyPadding(Storage* stages, int count, int log2_block_size)
+  {
+    constexpr int pad = key_vectors - cache_vectors;
+    const Layout layout(log2_block_size);
+    for (int i = threadIdx.x; i < count * Slabs * tile_tokens * pad; i += BlockThreads)
+    {
+      const int token = i % tile_tokens, vector = cache_vectors + (i / tile_tokens) % pad, slab = i / (tile_tokens * pad);
+      stages[slab].k[layout.k_unit(vector, token)] = uint4{0, 0, 0, 0};
+    }
   }
 
   /// Block-wide: zero the V of the dead tokens (at or past end_token) of the 16-token step that holds

@@ -4,7 +4,9 @@
 // tokens of one KV head, with the interface of KvTileStage and KvTileStageBulk (its Layout says
 // value_rows, so BlockTileTensorCore reads V transposed, ldmatrix_x4_trans).
 //
-// Shared-memory layout (a "unit" is 16 bytes: 8 elements of a 16-bit type, 16 of fp8), the same for K and V:
+// Shared-memory layout (a "unit" is 16 bytes: 8 elements of a 16-bit type, 16 of fp8), the same for K and V,
+// of rows of W = tensor_core_head_dim(HeadDim) elements, the head rounded up to whole 16-dim k-steps (head
+// 120: 128, whose 16th unit, past the head, cp.async zero-fills):
 //   rows of whole 128-byte slabs (key_vectors a multiple of 8: heads 64, 128, 192, 256 of 16 bits, 128 and
 //     256 of fp8): per cache block of the tile, [row bytes / 128 slabs][bs tokens][8 units], unit c of a
 //     128-byte row at c ^ (token % 8). This is where a tensor copy with the 128-byte swizzle puts a box
@@ -38,18 +40,20 @@ class KvTileStageRows {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int elements_per_unit = 16 / static_cast<int>(sizeof(T));
-  static constexpr int key_vectors = HeadDim / elements_per_unit; ///< units (16-byte vectors) per token row
+  static constexpr int tile_dim = tensor_core_head_dim(HeadDim);
+  static constexpr int key_vectors = tile_dim / elements_per_unit;  ///< units (16-byte vectors) per token row in the stage
+  static constexpr int cache_vectors = HeadDim / elements_per_unit; ///< of them, those the cache holds (the rest are zero)
   /// Rows of whole 128-byte slabs: the tensor copies' swizzled layout (for cp.async too).
-  static constexpr bool slab_layout = token_rows_tensor_copies_fit(HeadDim, sizeof(T));
+  static constexpr bool slab_layout = token_rows_tensor_copies_fit(tile_dim, sizeof(T));
   static constexpr int row_units = slab_layout || key_vectors % 2 == 1 ? key_vectors : key_vectors + 1; ///< (the padded layout's row)
   static constexpr int k_units = tile_tokens * row_units;
   static constexpr int v_units = k_units;
   static constexpr int tile_units = tile_tokens * key_vectors;
   static constexpr int copies = (tile_units + BlockThreads - 1) / BlockThreads; ///< cp.async: per thread, per cache
   static_assert(sizeof(T) == 2 || sizeof(T) == 1, "KvTileStageRows: 16-bit or fp8 element types");
-  static_assert(HeadDim % 16 == 0, "head size must be a multiple of 16");
+  static_assert(HeadDim % elements_per_unit == 0, "a token row is whole 16-byte vectors");
   static_assert(slab_layout || row_units % 2 == 1, "unswizzled rows of an odd number of units");
-  static_assert(!TensorCopies || slab_layout, "tensor copies need rows of whole 128-byte slabs");
+  static_assert(!TensorCopies || token_rows_tensor_copies_fit(HeadDim, sizeof(T)), "tensor copies need cache rows of whole 128-byte slabs");
   /// A run (one cache block's K or V of one KV head, HeadDim x bs x sizeof(T) bytes >= 1 KB) starts 1024-byte
   /// aligned, as the swizzle's period requires, when the stage array does (the fold's storage).
   static_assert(!slab_layout || (k_units * 16) % 1024 == 0, "KvTileStageRows: 1024-byte aligned v array");
@@ -101,8 +105,8 @@ public:
       const int u = static_cast<int>(threadIdx.x) + i * BlockThreads;
       if (copies * BlockThreads != tile_units && u >= tile_units) { break; }
       const int t = u / key_vectors, c = u % key_vectors;
-      std::int64_t offset = -1; // of the unit in either cache, or -1: not readable
-      if (token0 + t < end_token)
+      std::int64_t offset = -1; // of the unit in either cache, or -1: not readable (a unit past the head too)
+      if (token0 + t < end_token && (cache_vectors == key_vectors || c < cache_vectors))
       {
         const int id = block_ids[t >> log2_block_size];
         if (id < 0 || id >= p.num_blocks) { bad = true; }

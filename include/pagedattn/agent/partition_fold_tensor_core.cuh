@@ -142,6 +142,9 @@ public:
       }
 #endif
     }
+    // A head padded to whole k-steps: K's vectors past it, which whole-run copies never write (cp.async
+    // zero-fills them with each tile).
+    if constexpr (bulk_copies && Stage::cache_vectors != Stage::key_vectors) { Stage::template ClearKeyPadding<slabs>(&temp.stage[0][0], stages, log2_block_size); }
     Tile::StoreRowMasks(temp.tile, p, work); // (read after the tile loop's barriers)
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);

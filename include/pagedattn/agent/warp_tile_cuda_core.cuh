@@ -232,7 +232,9 @@ private:
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int first = row_dim(lane, 0);
-    if (first >= HeadDim) { return; } // (no dims: only at heads that leave lanes over)
+    // Lanes past the head's last dim (heads that leave lanes over, e.g. 80 and 120) read nothing but still
+    // take part in the block-id shuffle, which every lane of the warp must reach.
+    const bool has_dims = first < HeadDim;
     constexpr int slice_bytes = items * static_cast<int>(sizeof(KvT));
     constexpr int word = slice_bytes % 16 == 0 ? 16 : slice_bytes % 8 == 0 ? 8 : slice_bytes % 4 == 0 ? 4 : 0; // bytes per load
     const bool whole = first + items <= HeadDim;
@@ -242,6 +244,7 @@ private:
       const int vpos = c.token0 + 8 * j;
       const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
       if (vpos >= c.end_token) { break; }                        // uniform
+      if (!has_dims) { continue; }
       const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride +
                      (vpos % p_.block_size) * p_.cache_token_stride + first;
 #pragma unroll

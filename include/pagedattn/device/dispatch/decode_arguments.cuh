@@ -79,8 +79,9 @@ struct DecodeArguments {
                                        ///< does not depend on the rest of the batch, bit for bit
 };
 
-/// Head sizes the library supports (and instantiates by default).
-using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 128, 192, 256>;
+/// Head sizes the library supports (and instantiates by default). 120 only with 16- and 32-bit caches
+/// (head_is_whole_vectors); the tensor-core fold carries it in a 128-wide tile (BlockTileTensorCore).
+using SupportedHeadDims = std::integer_sequence<int, 64, 80, 96, 112, 120, 128, 192, 256>;
 /// Cache block sizes the library supports.
 inline constexpr int supported_block_sizes[] = {8, 16, 32};
 /// Query rows (heads x new tokens) one thread block of the CUDA-core fold computes at most (the tensor-core

@@ -128,6 +128,11 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT, OutputEpilogue>& a)
   {
     return bad("head_size " + std::to_string(a.head_size) + " is not supported (supported: " + list_head_dims(HeadDims{}) + ")");
   }
+  if (!head_is_whole_vectors<KvT>(a.head_size))
+  {
+    return bad("head_size " + std::to_string(a.head_size) + " is not supported with a " + std::to_string(sizeof(KvT)) +
+               "-byte cache element: a key must be whole 16-byte vectors");
+  }
   if (!is_supported_block_size(a.block_size)) { return bad("block_size " + std::to_string(a.block_size) + " is not supported (8, 16, 32)"); }
   if (a.num_kv_heads < 1) { return bad("num_kv_heads must be >= 1, got " + std::to_string(a.num_kv_heads)); }
   if (a.num_heads < 1 || a.num_heads % a.num_kv_heads != 0)

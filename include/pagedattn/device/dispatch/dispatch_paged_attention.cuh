@@ -51,13 +51,16 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
   };
   auto for_head_dim = [&](auto head_dim) {
-    if constexpr (has_token_rows(Layouts{}))
+    if constexpr (head_is_whole_vectors<KvT>(decltype(head_dim)::value)) // (else refused by validate_arguments)
     {
-      if (token_rows) { with_staging(head_dim, std::true_type{}); }
-    }
-    if constexpr (has_vllm_layout(Layouts{}))
-    {
-      if (!token_rows) { with_staging(head_dim, std::false_type{}); }
+      if constexpr (has_token_rows(Layouts{}))
+      {
+        if (token_rows) { with_staging(head_dim, std::true_type{}); }
+      }
+      if constexpr (has_vllm_layout(Layouts{}))
+      {
+        if (!token_rows) { with_staging(head_dim, std::false_type{}); }
+      }
     }
   };
   ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
