@@ -72,7 +72,7 @@ def test_vllm_paged_attention_matrix(case):
     if case.refused:
         with pytest.raises(ValueError, match="head_size 120"):
             run()
-        torch.cuda.synchronize()  # nothing was launched that could fail later
+        torch.cuda.synchronize()  # and nothing left on the stream fails later
         return
     run()
     torch.testing.assert_close(output.double(), p.reference(), **TOLERANCES[case.kv_cache_dtype])
