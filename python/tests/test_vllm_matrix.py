@@ -55,6 +55,8 @@ def vllm_arguments(problem):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_vllm_paged_attention_matrix(case):
+    """One case of vLLM's grid through pagedattn.ops.paged_attention_v1 or v2 with vLLM's arguments (v2 with its
+    workspace), against the float64 reference at vLLM's tolerances; head size 120 with an fp8 cache refused."""
     num_heads, num_kv_heads = case.heads
     p = VllmProblem(num_heads, num_kv_heads, case.head_size, case.block_size, getattr(torch, case.dtype), case.alibi,
                     case.kv_cache_dtype, vllm_max_seq_len(), seed=zlib.crc32(case.id.encode()), num_seqs=NUM_SEQS,
