@@ -7,9 +7,13 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "host: plain Python, runs without torch or a CUDA device")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Without torch or a CUDA device every test is skipped (CI has neither). With a device the package must
-    import: a broken build fails every test instead of skipping it."""
+    """Without torch or a CUDA device every test is skipped (CI has neither) but those marked host. With a device
+    the package must import: a broken build fails every test instead of skipping it."""
     try:
         import torch
     except ImportError as e:
@@ -21,4 +25,5 @@ def pytest_collection_modifyitems(config, items):
             import pagedattn  # noqa: F401  (an ImportError here fails the run: the build is broken)
             return
     for item in items:
-        item.add_marker(pytest.mark.skip(reason=reason))
+        if item.get_closest_marker("host") is None:
+            item.add_marker(pytest.mark.skip(reason=reason))

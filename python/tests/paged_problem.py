@@ -1,6 +1,8 @@
 """Random decode problems in vLLM's cache layouts, and the torch reference (gather the blocks, fp32 softmax;
-fp64 for fp8 caches)."""
+fp64 for fp8 caches); VllmProblem: a problem built as vLLM 0.6.3's kernel test builds it, with a float64
+reference."""
 import math
+import random
 
 import torch
 
@@ -120,6 +122,104 @@ class Problem:
                     out[row] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1)[:, :-1], v[:end])
                 else:
                     out[row] = torch.einsum("hn,nhd->hd", torch.softmax(scores, dim=-1), v[:end])
+        return out
+
+
+def vllm_max_seq_len(device=0):
+    """vLLM 0.6.3's MAX_SEQ_LEN of its kernel test: the device's opt-in shared memory per block in floats, less
+    512 (57600 on an H200: 232448 / 4 - 512); 57600 where torch does not report it."""
+    optin = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 0)
+    return optin // 4 - 512 if optin else 57600
+
+
+class VllmProblem:
+    """A decode problem as vLLM 0.6.3's test_paged_attention builds it: num_seqs sequences of random lengths in
+    [1, max_seq_len], the last exactly max_seq_len; block tables of max_seq_len / block_size entries each, every
+    entry drawn uniformly from range(num_blocks) (sequences may share blocks, and a table's entries past its
+    sequence's end point anywhere); the query and the caches uniform in [-s, s], s = head_size ** -0.5; ALiBi
+    slopes torch.randn(num_heads) (of either sign); scale head_size ** -0.5.
+
+    kv_cache_dtype "auto": caches of the query's dtype. "fp8" (e4m3), "fp8_e4m3" or "fp8_e5m2": uint8 caches as
+    vLLM stores them, the fp8 of float16 values uniform in [-s, s], read with k_scale = v_scale = 1.0 (vLLM's
+    test). The layouts are vLLM's: key_cache [num_blocks, num_kv_heads, head_size // x, block_size, x] with x
+    elements in 16 bytes (as vLLM's test makes it, head_size // x rounded down), value_cache [num_blocks,
+    num_kv_heads, head_size, block_size].
+
+    poison: the blocks that no sequence reads (no table entry before its sequence's end names them) are NaN: a
+    read of a block outside a sequence shows. Blocks are shared, so the slots past a sequence's end in its last
+    block hold values (another sequence may read them)."""
+
+    def __init__(self, num_heads, num_kv_heads, head_size, block_size, dtype, alibi, kv_cache_dtype, max_seq_len, seed,
+                 num_seqs=7, num_blocks=4321, poison=True, device="cuda"):
+        rng = random.Random(seed)
+        gen = torch.Generator(device=device).manual_seed(seed)
+        self.num_heads, self.num_kv_heads, self.head_size, self.block_size = num_heads, num_kv_heads, head_size, block_size
+        self.dtype, self.device, self.kv_cache_dtype = dtype, device, kv_cache_dtype
+        self.fp8_dtype = FP8_DTYPES.get(kv_cache_dtype)  # None with "auto"
+        self.k_scale = self.v_scale = 1.0
+        self.scale = float(1.0 / head_size ** 0.5)
+        bound = head_size ** -0.5
+
+        self.lens = [rng.randint(1, max_seq_len) for _ in range(num_seqs)]
+        self.lens[-1] = max_seq_len
+        self.max_seq_len = max(self.lens)
+        width = -(-self.max_seq_len // block_size)
+        table = [[rng.randint(0, num_blocks - 1) for _ in range(width)] for _ in range(num_seqs)]
+        self.block_tables = torch.tensor(table, dtype=torch.int32, device=device)
+        self.seq_lens = torch.tensor(self.lens, dtype=torch.int32, device=device)
+
+        self.query = torch.empty(num_seqs, num_heads, head_size, dtype=dtype, device=device).uniform_(-bound, bound, generator=gen)
+        self.alibi_slopes = torch.randn(num_heads, dtype=torch.float32, device=device, generator=gen) if alibi else None
+        x = 16 // (1 if self.fp8_dtype else torch.tensor([], dtype=dtype).element_size())
+        key_shape = (num_blocks, num_kv_heads, head_size // x, block_size, x)
+        value_shape = (num_blocks, num_kv_heads, head_size, block_size)
+        self.key_cache, self.value_cache = (self._random_cache(shape, bound, gen) for shape in (key_shape, value_shape))
+        if poison:
+            read = torch.zeros(num_blocks, dtype=torch.bool, device=device)
+            for s, n in enumerate(self.lens):
+                read[self.block_tables[s, : -(-n // block_size)].long()] = True
+            unread = (~read).nonzero().flatten()
+            self.poisoned_blocks = int(unread.numel())
+            # NaN: float NaN, or 0x7F, a NaN of e4m3 and e5m2 alike.
+            nan = 0x7F if self.fp8_dtype else float("nan")
+            self.key_cache.index_fill_(0, unread, nan)
+            self.value_cache.index_fill_(0, unread, nan)
+
+    def _random_cache(self, shape, bound, gen):
+        if self.fp8_dtype is None:
+            return torch.empty(shape, dtype=self.dtype, device=self.device).uniform_(-bound, bound, generator=gen)
+        values = torch.empty(shape, dtype=torch.float16, device=self.device).uniform_(-bound, bound, generator=gen)
+        return values.to(self.fp8_dtype).view(torch.uint8)
+
+    def _float64(self, cache, cache_scale):
+        """Cache elements in float64: an fp8 cache's as float(fp8) * scale."""
+        if self.fp8_dtype is None:
+            return cache.double()
+        return cache.view(self.fp8_dtype).float().double() * cache_scale
+
+    def reference(self):
+        """[num_seqs, num_heads, head_size] float64: each sequence's blocks gathered, dequantized, its softmax in
+        float64 with ALiBi's slope * (t - (seq_len - 1)), one sequence at a time (memory: a sequence's keys and
+        values in float64)."""
+        group = self.num_heads // self.num_kv_heads
+        d, bs = self.head_size, self.block_size
+        out = torch.empty(self.query.shape, dtype=torch.float64, device=self.device)
+        for s, n in enumerate(self.lens):
+            ids = self.block_tables[s, : -(-n // bs)].long()
+            k = self.key_cache[ids].permute(0, 3, 1, 2, 4).reshape(-1, self.num_kv_heads, d)[:n]  # [n, kv, d]
+            k = self._float64(k, self.k_scale)
+            q = self.query[s].double().view(self.num_kv_heads, group, d)
+            scores = torch.einsum("kgd,nkd->kgn", q, k) * self.scale
+            del k
+            if self.alibi_slopes is not None:
+                position = torch.arange(n, dtype=torch.float64, device=self.device) - (n - 1)
+                scores += self.alibi_slopes.double().view(self.num_kv_heads, group, 1) * position
+            probs = torch.softmax(scores, dim=-1)
+            del scores
+            v = self.value_cache[ids].permute(0, 3, 1, 2).reshape(-1, self.num_kv_heads, d)[:n]
+            v = self._float64(v, self.v_scale)
+            out[s] = torch.einsum("kgn,nkd->kgd", probs, v).reshape(self.num_heads, d)
+            del probs, v
         return out
 
 

@@ -29,7 +29,7 @@ def run_decode(p, **kwargs):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("head_size", [64, 80, 96, 112, 128, 192, 256])
+@pytest.mark.parametrize("head_size", [64, 80, 96, 112, 120, 128, 192, 256])
 def test_head_sizes_and_dtypes(dtype, head_size):
     p = Problem([1, 17, 300, 1000], 8, 2, head_size, dtype=dtype, seed=head_size)
     assert relative_error(run_decode(p), p.reference()) < tolerance(dtype)
@@ -329,8 +329,9 @@ def test_vllm_options_pagedattn_lacks_raise(name, value):
         pagedattn.ops.paged_attention_v1(torch.empty_like(p.query), p.query, p.key_cache, p.value_cache, **kwargs)
 
 
-def test_unsupported_head_size_is_named():
-    p = Problem([40], 8, 2, 32, seed=10)  # head size 32: not instantiated
+@pytest.mark.parametrize("head_size", [32, 72])
+def test_unsupported_head_size_is_named(head_size):
+    p = Problem([40], 8, 2, head_size, seed=10)  # not instantiated
     with pytest.raises(ValueError, match="head_size"):
         run_decode(p)
 
