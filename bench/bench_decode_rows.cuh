@@ -1,7 +1,8 @@
 #pragma once
-// bench_decode's rows, options and JSON (see bench_decode.cu): run<T, KvT> runs every row of one query and
-// cache type. Each translation unit of the program instantiates the types it runs (bench_decode.cu the
-// 16-bit and fp32 caches, bench_decode_fp8.cu the fp8 ones), so the build compiles them side by side.
+// bench_decode's rows, options and JSON (see bench_decode.cu): run<T, KvT, Policies> runs every row of one query
+// and cache type under one policy chain. Each translation unit of the program instantiates the ones it runs
+// (bench_decode.cu the 16-bit and fp32 caches, parts/bench_decode_fp8.cu the fp8 ones, parts/bench_decode_biv100.cu
+// the BI-V100 policy's), so the build compiles them side by side.
 #include <pagedattn/device/device_paged_attention.cuh>
 
 #include "../examples/support/paged_decode_problem.cuh"
@@ -21,7 +22,10 @@
 namespace bench_decode {
 
 using HeadDims = std::integer_sequence<int, 128, 256>;
-using Policies = pagedattn::DefaultPagedAttentionPolicies;
+/// --policy default: each architecture's own policy.
+using DefaultPolicies = pagedattn::DefaultPagedAttentionPolicies;
+/// --policy biv100: the BI-V100 policy's CUDA-core tile on this GPU, at its 32-lane warps (BI-V100 runs it at 64).
+using BIV100Policies = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
 
 struct BenchShape {
   int num_seqs, seq_len, num_heads, num_kv_heads, head_dim;
@@ -46,7 +50,7 @@ constexpr int block_size = 16;
 constexpr int reference_pairs = 4;
 
 struct Options {
-  std::string json, commit = "unknown", dtype = "fp16", layout = "vllm";
+  std::string json, commit = "unknown", dtype = "fp16", layout = "vllm", policy = "default";
   bool quick = false;
   std::vector<std::string> only; ///< --shape: the rows to run (all when empty)
 };
@@ -113,7 +117,7 @@ std::uint64_t fnv1a(const std::vector<T>& v)
 {
   std::fprintf(stderr,
                "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd] "
-               "[--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
+               "[--policy default|biv100 (biv100: fp16 only)] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
                argv0);
   std::exit(2);
 }
@@ -129,6 +133,7 @@ inline Options parse(int argc, char** argv)
     else if (a == "--commit" && has_value) { o.commit = argv[++i]; }
     else if (a == "--dtype" && has_value) { o.dtype = argv[++i]; }
     else if (a == "--layout" && has_value) { o.layout = argv[++i]; }
+    else if (a == "--policy" && has_value) { o.policy = argv[++i]; }
     else if (a == "--quick") { o.quick = true; }
     else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
@@ -136,10 +141,12 @@ inline Options parse(int argc, char** argv)
   const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2"};
   if (o.json.empty() || std::none_of(std::begin(dtypes), std::end(dtypes), [&](const char* d) { return o.dtype == d; })) { usage(argv[0]); }
   if (o.layout != "vllm" && o.layout != "hnd" && o.layout != "nhd") { usage(argv[0]); }
+  // The BI-V100 policy's rows are instantiated for fp16 only (parts/bench_decode_biv100.cu).
+  if (o.policy != "default" && !(o.policy == "biv100" && o.dtype == "fp16")) { usage(argv[0]); }
   return o;
 }
 
-template <class T, class KvT>
+template <class T, class KvT, class Policies>
 Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
               cudaStream_t stream)
 {
@@ -169,7 +176,7 @@ Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, 
 }
 
 /// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
-template <class T, class KvT>
+template <class T, class KvT, class Policies>
 Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
                 cudaStream_t stream)
 {
@@ -240,9 +247,9 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
 {
   FILE* f = std::fopen(o.json.c_str(), "w");
   if (!f) { return false; }
-  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"layout\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
+  std::fprintf(f, "{\n \"device\": %s,\n \"commit\": %s,\n \"dtype\": %s,\n \"layout\": %s,\n \"policy\": %s,\n \"copy_gbps\": %s,\n \"read_gbps\": %s,\n",
                bench_json::str(device).c_str(), bench_json::str(o.commit).c_str(), bench_json::str(o.dtype).c_str(), bench_json::str(o.layout).c_str(),
-               bench_json::num(copy_gbps).c_str(), bench_json::num(read_gbps).c_str());
+               bench_json::str(o.policy).c_str(), bench_json::num(copy_gbps).c_str(), bench_json::num(read_gbps).c_str());
   std::fprintf(f, " \"read_method\": \"a plain kernel reading a 1 GiB buffer (16-byte loads, four in flight per thread), median of 20 "
                   "launches, the best of 1, 2, 4 and 8 blocks of 512 threads per SM\",\n");
   std::fprintf(f, " \"block_size\": %d,\n \"launches\": %d,\n \"l2_flush_bytes\": %zu,\n", block_size, launches, flush_bytes);
@@ -254,10 +261,10 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"shape\": \"%s\", \"heads\": \"%s\", \"head_dim\": %d, \"dtype\": %s, \"num_seqs\": %d, \"seq_len\": %d, "
-                 "\"q_len\": %d, \"window\": %d, \"layout\": %s, \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
+                 "\"q_len\": %d, \"window\": %d, \"layout\": %s, \"policy\": %s, \"median_us\": %s, \"hot_us\": %s, \"bytes\": %.0f, \"gbps\": %s, \"pct_copy\": %s, \"pct_read\": %s, \"rel_err\": %s, \"ok\": %s, "
                  "\"output_fnv1a\": \"%016llx\"%s}%s\n",
                  row_shape(r).c_str(), heads_name(r.shape).c_str(), r.shape.head_dim, bench_json::str(o.dtype).c_str(),
-                 r.shape.num_seqs, r.shape.seq_len, r.shape.q_len, r.shape.window, bench_json::str(o.layout).c_str(), bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
+                 r.shape.num_seqs, r.shape.seq_len, r.shape.q_len, r.shape.window, bench_json::str(o.layout).c_str(), bench_json::str(o.policy).c_str(), bench_json::num(r.median_us).c_str(), bench_json::num(r.hot_us).c_str(), r.bytes,
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
                  bench_json::num(r.rel_err).c_str(),
                  r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
@@ -271,7 +278,7 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
   return std::fclose(f) == 0;
 }
 
-template <class T, class KvT>
+template <class T, class KvT, class Policies = DefaultPolicies>
 int run(const Options& o)
 {
   cudaDeviceProp prop{};
@@ -279,9 +286,9 @@ int run(const Options& o)
   const int launches = o.quick ? 10 : 100;
   const double copy_gbps = paged_decode::device_copy_gbps();
   const double read_gbps = paged_decode::device_read_gbps();
-  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, layout %s, block %d, %d launches per shape\n",
-              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), o.layout.c_str(), block_size,
-              launches);
+  std::printf("%s (%d SMs), commit %s: copy %.0f GB/s (read + write), read %.0f GB/s; %s, layout %s, policy %s, block %d, %d launches per shape\n",
+              prop.name, prop.multiProcessorCount, o.commit.c_str(), copy_gbps, read_gbps, o.dtype.c_str(), o.layout.c_str(), o.policy.c_str(),
+              block_size, launches);
   std::printf("%-10s %-6s %5s %11s %11s %9s %7s %7s %9s  %-6s  %s\n", "shape", "heads", "head", "median_us", "hot_us", "GB/s", "%copy",
               "%read", "rel_err", "check", "output FNV-1a");
 
@@ -312,7 +319,7 @@ int run(const Options& o)
   for (const BenchShape& b : shapes)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), row_name(b)) == o.only.end()) { continue; }
-    Row r = run_shape<T, KvT>(b, layout_of(o), launches, copy_gbps, flush, stream);
+    Row r = run_shape<T, KvT, Policies>(b, layout_of(o), launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);
@@ -320,7 +327,7 @@ int run(const Options& o)
   for (const ServingShape& sh : serving)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
-    Row r = run_serving<T, KvT>(sh, layout_of(o), launches, copy_gbps, flush, stream);
+    Row r = run_serving<T, KvT, Policies>(sh, layout_of(o), launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);
     rows.push_back(r);

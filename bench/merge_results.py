@@ -4,11 +4,14 @@
     python3 bench/merge_results.py --pagedattn A.json [B.json ...] --seed S.json --combine C.json \\
         --out bench/results/h200.json --plot bench/results/h200.png
 
-Several --pagedattn files (bench_decode runs of other dtypes, e.g. an fp8 cache) add their rows after the
-first's; each row keeps the pct_copy and pct_read of its own run, whose bandwidths are listed in "runs".
+Several --pagedattn files (bench_decode runs of other dtypes, layouts or policies, e.g. an fp8 cache or
+--policy biv100) add their rows after the first's; each row keeps the pct_copy and pct_read of its own run,
+whose bandwidths are listed in "runs".
 
-Rows are joined on (shape, heads, head_dim, dtype, layout; the seed reads vLLM's); each gains seed_us, seed_rel_err, seed_pct_copy and
-speedup_vs_seed = seed_us / median_us (and keeps bench_decode's pct_copy and pct_read). A missing or unreadable seed (or combine) file leaves those fields
+A row is named by (shape, heads, head_dim, dtype, layout, policy); files without a policy are the default
+policy's. Rows are joined with the seed's on that key (the seed's rows count as the default policy's, reading
+vLLM's layout): each gains seed_us, seed_rel_err, seed_pct_copy and speedup_vs_seed = seed_us / median_us (and
+keeps bench_decode's pct_copy and pct_read); another policy's rows keep them null. A missing or unreadable seed (or combine) file leaves those fields
 null (or the combine list empty). Both percentages use the copy bandwidth of the bench_decode run, so that
 the bars of a shape compare the two times directly.
 """
@@ -29,7 +32,7 @@ def load(path, what):
 
 
 def key(row):
-    return row["shape"], row["heads"], row["head_dim"], row["dtype"], row.get("layout", "vllm")
+    return row["shape"], row["heads"], row["head_dim"], row["dtype"], row.get("layout", "vllm"), row.get("policy", "default")
 
 
 def merge(decodes, seed, combine):
@@ -37,7 +40,8 @@ def merge(decodes, seed, combine):
     seed_rows = {key(r): r for r in (seed or {}).get("rows", [])}
     copy_gbps = decode["copy_gbps"]
     rows = []
-    for r in (row for d in decodes for row in d["rows"]):
+    # A run's rows carry its policy (older files name none: the default policy's).
+    for r in (dict(row, policy=row.get("policy", d.get("policy", "default"))) for d in decodes for row in d["rows"]):
         s = seed_rows.get(key(r), {})
         seed_us, median_us = s.get("seed_us"), r.get("median_us")
         row = dict(r, seed_us=seed_us, seed_rel_err=s.get("seed_rel_err"), seed_pct_copy=None, speedup_vs_seed=None)
@@ -53,8 +57,8 @@ def merge(decodes, seed, combine):
         "read_gbps": decode.get("read_gbps"), "read_method": decode.get("read_method"), "dtype": decode["dtype"],
         "seed_copy_gbps": (seed or {}).get("copy_gbps"),
         "median_method": decode.get("median_method"), "hot_method": decode.get("hot_method"),
-        "runs": [{"dtype": d["dtype"], "layout": d.get("layout", "vllm"), "copy_gbps": d["copy_gbps"], "read_gbps": d.get("read_gbps")}
-                 for d in decodes],
+        "runs": [{"dtype": d["dtype"], "layout": d.get("layout", "vllm"), "policy": d.get("policy", "default"),
+                  "copy_gbps": d["copy_gbps"], "read_gbps": d.get("read_gbps")} for d in decodes],
         "rows": rows,
         "combine": (combine or {}).get("rows", []),
         "combine_bitwise_identical": (combine or {}).get("bitwise_identical"),
@@ -71,6 +75,7 @@ def plot(result, path):
     width = 0.4
     labels = [f"{r['shape']}\n{r['heads']} h{r['head_dim']}" + ("" if r["dtype"] == result["dtype"] else f"\n{r['dtype']}") +
               ("" if r.get("layout", "vllm") == "vllm" else f"\n{r['layout']}") +
+              ("" if r.get("policy", "default") == "default" else f"\n{r['policy']}") +
               ("" if r.get("ok", True) else "\nFAILED") for r in rows]
     ours = [r.get("pct_copy") or 0 for r in rows]
     seed = [r.get("seed_pct_copy") or 0 for r in rows]
@@ -115,7 +120,8 @@ def main():
     for r in result["rows"]:
         speedup = r["speedup_vs_seed"]
         pct_read = r.get("pct_read")
-        print(f"{r['shape']:<10} {r['heads']:<6} {r['head_dim']:>4} {r['dtype']:<13} {r['pct_copy'] or 0:5.1f}% of copy  "
+        print(f"{r['shape']:<10} {r['heads']:<6} {r['head_dim']:>4} {r['dtype']:<13} {r.get('layout', 'vllm'):<4} {r['policy']:<7} "
+              f"{r['pct_copy'] or 0:5.1f}% of copy  "
               f"{'-' if pct_read is None else f'{pct_read:5.1f}%'} of read  "
               f"speedup vs seed {'-' if speedup is None else f'{speedup:.2f}x'}")
     if args.plot:

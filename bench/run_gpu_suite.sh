@@ -10,8 +10,10 @@
 #                       they need no GPU, and the records check reads the bench/results/ this run replaces)
 #   NAME-sanitizer.txt  compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test
 #                       binary (the reduced matrix, PAGEDATTN_TEST_REDUCED=1): one line per tool and binary
-#   NAME.json, NAME.png bench_decode (fp16; fp8, fp32 and layout rows), bench_combine and the seed, merged
-#   NAME-ncu.txt        Nsight Compute on one launch of each latency-bound shape and of 64x4096
+#   NAME.json, NAME.png bench_decode (fp16; fp8, fp32, BI-V100 policy and layout rows), bench_combine and the
+#                       seed, merged
+#   NAME-ncu.txt        Nsight Compute on one launch of each latency-bound shape and of 64x4096, and the FP32 FMA
+#                       rate of the CUDA-core fold (fp32, and the BI-V100 policy in fp16) at 64x4096
 #   NAME-trace.txt      trace_decode: the per-block timelines of the latency-bound shapes
 #   summary.json        the device, the commit, test and sanitizer totals, the worst error per element type
 #                       (written once the tests and the sanitizers have both run into OUT_DIR)
@@ -111,9 +113,12 @@ if part bench; then
     --shape 1x100000@24/4/128 --shape 64x4096@24/4/128 --shape 64x4096@32/8/128 --shape 64xlog100-100000
   run_step bench_decode_fp8_e5m2 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_e5m2.json" --commit "$commit" \
     --dtype fp16/fp8_e5m2 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
-  # The CUDA-core fold (fp32: the path of BI-V100 and of sm_80's fp8) on the Qwen3.6 rows.
+  # The CUDA-core fold (fp32: the path of BI-V100 and of sm_80's fp8) on the Qwen3.6 rows, and the same rows in
+  # fp16 under the BI-V100 policy (its tile at this GPU's 32-lane warps): docs/biv100.md's prediction reads both.
   run_step bench_decode_fp32 300 "$bench_decode" --json "$LOGS/bench_decode_fp32.json" --commit "$commit" \
     --dtype fp32 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
+  run_step bench_decode_biv100 300 "$bench_decode" --json "$LOGS/bench_decode_biv100.json" --commit "$commit" \
+    --dtype fp16 --policy biv100 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
   # Cache layouts: the Qwen3.6 rows with HND and NHD caches (packed), fp16 and e4m3.
   for layout in hnd nhd; do
     run_step bench_decode_layout_$layout 300 "$bench_decode" --json "$LOGS/bench_decode_layout_$layout.json" \
@@ -132,7 +137,8 @@ if part bench; then
   if [ -n "${PAGEDATTN_SEED_KERNEL:-}" ]; then
     run_step seed_triton_bench 300 python3 bench/seed_triton_bench.py --seed-file "$PAGEDATTN_SEED_KERNEL" --out "$LOGS/seed.json"
   fi
-  more_runs=$(ls "$LOGS"/bench_decode_fp8_*.json "$LOGS"/bench_decode_fp32.json "$LOGS"/bench_decode_layout_*.json 2>/dev/null)
+  more_runs=$(ls "$LOGS"/bench_decode_fp8_*.json "$LOGS"/bench_decode_fp32.json "$LOGS"/bench_decode_biv100.json \
+    "$LOGS"/bench_decode_layout_*.json 2>/dev/null)
   [ -f "$LOGS/bench_decode.json" ] &&
     run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $more_runs \
       --seed "$LOGS/seed.json" --combine "$LOGS/bench_combine.json" --out "$OUT/$name.json" --plot "$OUT/$name.png"
@@ -155,6 +161,34 @@ if part ncu && command -v ncu >/dev/null; then
     rm -f "$LOGS/ncu-$tag.ncu-rep"
   done
   python3 bench/ncu_summary.py "$LOGS" "$commit" "$gpu" >"$OUT/$name-ncu.txt" 2>&1
+  # The CUDA-core fold's FP32 FMA rate: one launch of fp32, and of fp16 under the BI-V100 policy, at 64x4096
+  # (the FFMA count and rate, the FMA pipe's busy share, DRAM's), for docs/biv100.md's prediction.
+  # A name ncu does not know fails the whole profile: each is checked against ncu --query-metrics first (all are
+  # kept where the query lists none of them).
+  fold_all="gpu__time_duration.sum sm__sass_thread_inst_executed_op_ffma_pred_on.sum
+    sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained sm__cycles_elapsed.avg.per_second
+    smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_second sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active
+    dram__throughput.avg.pct_of_peak_sustained_elapsed dram__bytes_read.sum sm__issue_active.avg.pct_of_peak_sustained_elapsed"
+  known=" $(ncu --query-metrics 2>/dev/null | awk '{print $1}' | tr '\n' ' ') "
+  fold_metrics=
+  for metric in $fold_all; do
+    case "$known" in
+      *" ${metric%%.*} "*) fold_metrics+=${fold_metrics:+,}$metric ;;
+      *) log "ncu: no metric ${metric%%.*} listed here, left out of the fold's profile" ;;
+    esac
+  done
+  [ -n "$fold_metrics" ] || fold_metrics=$(echo $fold_all | tr ' ' ',')
+  for run in "fp32 --dtype fp32" "biv100 --dtype fp16 --policy biv100"; do
+    set -- $run
+    tag=$1
+    shift
+    timeout 300 ncu --clock-control none --metrics "$fold_metrics" -k regex:paged_attention_kernel --launch-skip 3 --launch-count 1 \
+      -o "$LOGS/ncu-fold-$tag" -f "$bench_decode" "$@" --quick --json "$LOGS/ncu-bench.json" --shape 64x4096@24/4/256 \
+      >"$LOGS/ncu-run-fold-$tag.txt" 2>&1
+    ncu --import "$LOGS/ncu-fold-$tag.ncu-rep" --page raw --csv >"$LOGS/ncu-fold-$tag.csv" 2>&1
+    rm -f "$LOGS/ncu-fold-$tag.ncu-rep"
+  done
+  python3 bench/ncu_summary.py --fold-metrics "$LOGS" "$commit" "$gpu" >>"$OUT/$name-ncu.txt" 2>&1
   cat "$OUT/$name-ncu.txt"
 fi
 
