@@ -25,7 +25,7 @@
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
 # SANITIZER_BINARIES (space-separated names; default every GPU test binary) picks the binaries it checks,
 # SANITIZER_JOBS (default 1) how many sanitizer runs share the GPU at a time;
-# NCU_SHAPES (bench_decode --shape values, space-separated) replaces the profiled shapes.
+# NCU_SHAPES (bench_decode --shape values, space-separated) replaces the profiled shapes (not the fold's two).
 set -uo pipefail
 [ $# -ge 2 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd) || { echo "run_gpu_suite: no build directory $1" >&2; exit 2; }

@@ -22,6 +22,7 @@
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/thread/thread_output_epilogue.cuh>
+#include <pagedattn/util_type.cuh>
 
 #include <cstdint>
 #include <type_traits>

@@ -10,11 +10,6 @@
 
 namespace pagedattn {
 
-/// Whether a key of head_dim elements of KvT is whole 16-byte vectors (vLLM's x = 16 / sizeof(KvT) elements
-/// each), as every fold reads it: head 120 is in 16- and 32-bit caches, not in fp8 ones.
-template <class KvT>
-PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim) { return head_dim * static_cast<int>(sizeof(KvT)) % 16 == 0; }
-
 /// Everything a decode launch needs, resolved by the dispatch (device pointers, strides in elements).
 /// T: query and output; KvT: the caches' elements (T, or an fp8 format with the scales below).
 template <class T, class KvT = T>

@@ -13,6 +13,7 @@
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 #include <pagedattn/util_error.cuh>
+#include <pagedattn/util_type.cuh>
 
 #include <cstddef>
 #include <cstdint>
