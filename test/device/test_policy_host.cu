@@ -7,7 +7,7 @@
 namespace {
 
 template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T, bool TokenRows = false>
-void check_limits()
+void check_limits_of_kernel()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
                     << " max heads " << MaxHeads << " token rows " << TokenRows);
@@ -20,7 +20,7 @@ void check_limits()
   constexpr std::size_t budget = MaxHeads > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
-  CHECK(HeadDim % 16 == 0);                  // 16-byte key slices, 16-dim mma steps
+  CHECK(pagedattn::head_is_whole_vectors<KvT>(HeadDim)); // 16-byte key slices of the cache
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
   CHECK(Policy::max_partition_tokens % 32 == 0);
   for (int block_size : pagedattn::supported_block_sizes)
@@ -47,7 +47,8 @@ void check_limits()
       CHECK(in_flight <= std::size_t(Policy::stages) * Policy::tile_bytes);
     }
     CHECK(MaxHeads <= Tile::max_heads);
-    CHECK(Tile::k_steps * 16 == HeadDim);                              // the k-steps (and m-tiles) cover the head
+    CHECK(Tile::k_steps * 16 == pagedattn::tensor_core_head_dim(HeadDim)); // the k-steps (and m-tiles) cover the head,
+    CHECK(Tile::k_steps * 16 - HeadDim < 16);                              // padded by less than one step (120: 128)
     CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
     CHECK(Fold::tile_tokens % 32 == 0);                                // whole 32-token slabs: whole cache blocks
     CHECK((Fold::tile_tokens == 32 || Fold::tile_tokens * HeadDim * 2 * sizeof(KvT) <= std::size_t(Policy::tile_bytes))); // at most tile_bytes of K + V
@@ -61,6 +62,14 @@ void check_limits()
     CHECK(Fold::tile_tokens % 8 == 0); // V vectors of 8 tokens never straddle a cache block
     CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   }
+}
+
+template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T, bool TokenRows = false>
+void check_limits()
+{
+  // No kernel exists for a key that is not whole 16-byte vectors of the cache (fp8 at head 120): the
+  // dispatch refuses it before choosing one.
+  if constexpr (pagedattn::head_is_whole_vectors<KvT>(HeadDim)) { check_limits_of_kernel<Policy, T, HeadDim, MaxHeads, KvT, TokenRows>(); }
 }
 
 template <class Policy, class T, class KvT = T, int... HeadDims>
