@@ -1,7 +1,7 @@
 // Every kernel a BI-V100 build can launch, for the compile checks of check_biv100.sh (never run, never
 // linked): DevicePagedAttention::Decode for every element type, fp16 queries over both fp8 caches and fp32
-// queries over e4m3 (each instantiates every supported head size and GQA tiling), DeviceCombinePartials for every head size, with both algorithms, and the planning
-// pass of a launch planned on the device.
+// queries over e4m3 (each at every head size of HeadDims below and every GQA tiling), DeviceCombinePartials
+// at those head sizes with both algorithms, and the planning pass of a launch planned on the device.
 #include <pagedattn/pagedattn.cuh>
 
 static_assert(pagedattn::warp_threads == 64, "compile with -D__ILUVATAR__: this file checks the BI-V100 path");
@@ -9,10 +9,20 @@ static_assert(sizeof(pagedattn::lane_mask_t) * 8 >= pagedattn::warp_threads, "a 
 
 namespace {
 
+// The head sizes instantiated: every supported one, or (PAGEDATTN_BIV100_SOME_HEADS, the PTX check's choice)
+// 80, 120 and 256, which take each of the fold's code paths (lanes left over past the head's last dim, a head of
+// whole warps of dims): which instructions the PTX holds does not depend on the head size, and the clang 16
+// check instantiates every one.
+#ifdef PAGEDATTN_BIV100_SOME_HEADS
+using HeadDims = std::integer_sequence<int, 80, 120, 256>;
+#else
+using HeadDims = pagedattn::SupportedHeadDims;
+#endif
+
 template <class T, class KvT>
 cudaError_t decode(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& args, cudaStream_t stream)
 {
-  return pagedattn::DevicePagedAttention::Decode(temp, bytes, args, stream);
+  return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(temp, bytes, args, stream);
 }
 
 template <int... HeadDims>
@@ -43,7 +53,7 @@ cudaError_t biv100_instantiations(void* temp, std::size_t& bytes, cudaStream_t s
 #if PAGEDATTN_HAS_BF16
     decode(temp, bytes, pagedattn::DecodeArguments<__nv_bfloat16>{}, stream),
 #endif
-    combine_every_head_size(pagedattn::SupportedHeadDims{}, temp, bytes, nullptr, nullptr, nullptr, nullptr, stream),
+    combine_every_head_size(HeadDims{}, temp, bytes, nullptr, nullptr, nullptr, nullptr, stream),
   };
   return results[0];
 }

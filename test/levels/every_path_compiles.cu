@@ -5,8 +5,8 @@
 // type and cache layout that the default policies take there (a kernel's other rows and its plain or
 // persistent grid change its control flow, not its instructions: one of each is here), and the BI-V100
 // policy's: the tensor-core folds at heads 96 (token rows that are not whole 128-byte slabs), 120 (a head
-// carried in a 128-wide tile) and 256, in 8 and 32 rows; the CUDA-core fold (fp32, fp8 below sm_90, fp32
-// over fp8, BI-V100) at one head size each, and at 120 (lanes left over past the head's last dim).
+// carried in a 128-wide tile: its key padding's copies and stores) and 256, in 8 and 32 rows; the CUDA-core
+// fold (fp32, fp8 below sm_90, fp32 over fp8, BI-V100) at one head size each.
 #include <pagedattn/pagedattn.cuh>
 
 namespace {
@@ -43,8 +43,6 @@ const void* every_path_compiles()
   static const Kernels<__half, 96, 8> fp16_96;
   static const Kernels<__half, 96, 8, __half, true> fp16_96_rows;
   static const Kernels<__half, 120, 8> fp16_120;
-  static const Kernels<__half, 120, 32, __half, true> fp16_120_32_rows;
-  static const Kernels<float, 120, 8, float, true> fp32_120_rows;
   static const Kernels<__half, 256, 8> fp16_256;
   static const Kernels<__half, 256, 32> fp16_256_32;
   static const Kernels<__half, 256, 32, __half, true> fp16_256_32_rows;
@@ -61,6 +59,5 @@ const void* every_path_compiles()
   static const Kernels<__nv_bfloat16, 96, 8, fp8_e5m2> bf16_e5m2;
 #endif
   static const Kernels<__half, 256, 8, __half, false, BIV100> biv100;
-  static const Kernels<__half, 120, 8, __half, false, BIV100> biv100_120;
-  return biv100.biv100 != nullptr ? biv100.biv100 : biv100_120.biv100;
+  return biv100.biv100;
 }
