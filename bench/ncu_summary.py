@@ -56,22 +56,23 @@ def base_value(value, unit):
     return value * scale
 
 
-def raw_table(path):
-    """(header, units, values) of the first profiled launch in ncu's raw CSV, or None."""
+def first_launch(path):
+    """The first profiled launch in ncu's raw CSV: (header, units, values, {metric: column}), or a line saying
+    that there is none."""
     rows = list(csv.reader(path.open()))
     start = next((i for i, r in enumerate(rows) if "gpu__time_duration.sum" in r), None)
     if start is None or len(rows) < start + 3:
-        return None, rows
-    return (rows[start], rows[start + 1], rows[start + 2]), rows
+        return "no profile (" + (",".join(rows[-1])[:120] if rows and rows[-1] else "empty") + ")"
+    header, units, values = rows[start:start + 3]
+    return header, units, values, {name: i for i, name in enumerate(header)}
 
 
 def fold_metrics(path, fp32_peak_tflops):
     """One line of the CUDA-core fold's FP32 FMA rate."""
-    table, rows = raw_table(path)
-    if table is None:
-        return "no profile (" + (",".join(rows[-1])[:120] if rows and rows[-1] else "empty") + ")"
-    header, units, values = table
-    col = {name: i for i, name in enumerate(header)}
+    launch = first_launch(path)
+    if isinstance(launch, str):
+        return launch
+    _, units, values, col = launch
 
     def get(metric, per_cycle=False):
         if metric not in col:
@@ -107,11 +108,10 @@ def fold_metrics(path, fp32_peak_tflops):
 
 
 def summarize(path):
-    table, rows = raw_table(path)
-    if table is None:
-        return "no profile (" + (",".join(rows[-1])[:120] if rows and rows[-1] else "empty") + ")"
-    header, units, values = table
-    col = {name: i for i, name in enumerate(header)}
+    launch = first_launch(path)
+    if isinstance(launch, str):
+        return launch
+    _, units, values, col = launch
 
     def get(metric, scales=None):
         if metric not in col:

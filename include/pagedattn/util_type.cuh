@@ -52,10 +52,11 @@ struct ElementTraits<Fp8Storage<Format>> {
 template <class T>
 inline constexpr int elements_per_vector = 16 / static_cast<int>(sizeof(T));
 
-/// Whether a key of head_dim elements of KvT is whole 16-byte vectors (vLLM's x = 16 / sizeof(KvT) elements
-/// each), as every fold reads it: head 120 is in 16- and 32-bit caches, not in fp8 ones.
+/// Whether a key of head_dim elements of element_bytes each is whole 16-byte vectors (vLLM's x = 16 /
+/// element_bytes elements each), as every fold reads it: head 120 is in 16- and 32-bit caches, not in fp8 ones.
+PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim, int element_bytes) { return head_dim * element_bytes % 16 == 0; }
 template <class KvT>
-PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim) { return head_dim * static_cast<int>(sizeof(KvT)) % 16 == 0; }
+PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim) { return head_is_whole_vectors(head_dim, static_cast<int>(sizeof(KvT))); }
 
 /// Load 16 bytes (must be 16-byte aligned) and widen to fp32.
 template <class T>

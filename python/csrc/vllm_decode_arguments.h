@@ -7,6 +7,7 @@
 // Every message names the argument as vLLM's signature does.
 #include <pagedattn/device/dispatch/decode_arguments.cuh>
 #include <pagedattn/util_fp8.cuh>
+#include <pagedattn/util_type.cuh>
 
 #include <climits>
 #include <cmath>
@@ -319,6 +320,11 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   const int cache_bytes = dtype_bytes(k.dtype); // 1 for an fp8 cache: x = 16
   if (x * cache_bytes != 16) { return "key_cache's last dimension x must hold 16 bytes (" + std::to_string(16 / cache_bytes) + " elements), got " + std::to_string(x); }
   if (k.size[1] != v.num_kv_heads) { return "key_cache has " + std::to_string(k.size[1]) + " KV heads, num_kv_heads is " + std::to_string(v.num_kv_heads); }
+  if (!pagedattn::head_is_whole_vectors(static_cast<int>(head_size), cache_bytes)) // before the shape it cannot have
+  {
+    return "head_size " + std::to_string(head_size) + " is not supported with a " + std::to_string(cache_bytes) +
+           "-byte cache element: a key must be whole 16-byte vectors";
+  }
   if (k.size[2] * x != head_size) { return "key_cache's head_size / x * x = " + std::to_string(k.size[2] * x) + " differs from the query's head_size " + std::to_string(head_size); }
   if (k.size[3] != v.block_size) { return "key_cache's block dimension is " + std::to_string(k.size[3]) + ", block_size is " + std::to_string(v.block_size); }
   if (!contiguous(k)) { return "key_cache must be contiguous"; }

@@ -626,7 +626,7 @@ TEST_CASE("decode, emulated on the host: head 120 (not whole 16-dim steps) on th
           "[decode][emulated][host][biv100]")
 {
   const CacheLayout layout = GENERATE(CacheLayout::vllm, CacheLayout::hnd);
-  Shape shape{{37, 0, 301, 1000}, 12, 2, 120, 16}; // 6 query heads per KV head
+  Shape shape{{37, 0, 301, 700}, 6, 1, 120, 16}; // 6 query heads per KV head
   shape.partition_tokens = 64;
   shape.alibi = layout == CacheLayout::hnd;
   shape.layout = layout;

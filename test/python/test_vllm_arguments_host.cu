@@ -388,6 +388,13 @@ TEST_CASE("python op arguments: each bad argument of an fp8 call is named", "[py
       {"key_cache", [](auto& v) { v.key_cache = tensor(DType::u8, {100, 4, 4, 16, 16}); }}, // head 64 of rows for a query of 128
       {"value_cache", [](auto& v) { v.value_cache = tensor(DType::u8, {100, 4, 64, 16}); }},
       {"blocksparse", [](auto& v) { v.blocksparse_vert_stride = 8; }},
+      // Head 120 in vLLM's fp8 layout (head_size // 16 = 7 rows of 16): the head size is named, not the shape.
+      {"head_size 120 is not supported with a 1-byte cache element", [](auto& v) {
+         v.query = tensor(DType::f16, {3, 24, 120});
+         v.out = tensor(DType::f16, {3, 24, 120});
+         v.key_cache = tensor(DType::u8, {100, 4, 7, 16, 16});
+         v.value_cache = tensor(DType::u8, {100, 4, 120, 16});
+       }},
   };
   for (const Case& c : cases)
   {
