@@ -145,8 +145,20 @@ TEST_CASE("policies: sm_90 is sm_80 with a third of Hopper's shared memory per b
   CHECK(Sm90::smem_budget_bytes == 227 * 1024 / 3); // three blocks per SM
 }
 
+// The kernel's side of the same chain, checked wherever this file's device code is compiled.
+__global__ void device_policy_follows_the_chain()
+{
+#if defined(__CUDA_ARCH__)
+  using Expected = std::conditional_t<(__CUDA_ARCH__ >= 900), pagedattn::PagedAttentionPolicySm90, pagedattn::PagedAttentionPolicySm80>;
+  static_assert(std::is_same_v<pagedattn::DefaultPagedAttentionPolicies::device_policy, Expected>);
+#endif
+}
+
 TEST_CASE("policy chain: sm_90 for code of PTX version 9.0 and later, sm_80 below", "[policy][host]")
 {
+#if !defined(__CUDA_ARCH__)
+  static_assert(std::is_same_v<pagedattn::DefaultPagedAttentionPolicies::device_policy, pagedattn::PagedAttentionPolicySm80>); // host code
+#endif
   auto name = [](int ptx) { return pagedattn::DefaultPagedAttentionPolicies::invoke(ptx, [](auto p) { return std::string(p.name); }); };
   CHECK(name(80) == "sm80");
   CHECK(name(86) == "sm80");
@@ -154,6 +166,11 @@ TEST_CASE("policy chain: sm_90 for code of PTX version 9.0 and later, sm_80 belo
   CHECK(name(90) == "sm90");
   CHECK(name(100) == "sm90");
   CHECK(pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>::invoke(90, [](auto p) { return std::string(p.name); }) == "bi_v100");
+  // A user's link in front of the default chain.
+  using Chain = pagedattn::ChainedPolicy<100, pagedattn::PagedAttentionPolicyBIV100, pagedattn::DefaultPagedAttentionPolicies>;
+  CHECK(Chain::invoke(100, [](auto p) { return std::string(p.name); }) == "bi_v100");
+  CHECK(Chain::invoke(90, [](auto p) { return std::string(p.name); }) == "sm90");
+  CHECK(Chain::invoke(80, [](auto p) { return std::string(p.name); }) == "sm80");
 }
 
 TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1, 4, 8", "[policy][host]")

@@ -15,6 +15,7 @@
 // limits in test/device/test_policy_host.cu, and either add it to DefaultPagedAttentionPolicies or pass
 // SinglePolicyChain<YourPolicy> to DevicePagedAttention::Decode.
 #include <cstddef>
+#include <type_traits>
 
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 
@@ -72,37 +73,42 @@ struct PagedAttentionPolicySm90 : PagedAttentionPolicySm80 {
   static constexpr KvCopy kv_copy = KvCopy::bulk_tensor;
 };
 
-/// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.
-struct DefaultPagedAttentionPolicies {
-#if defined(__ILUVATAR__)
-  using device_policy = PagedAttentionPolicyBIV100;
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using device_policy = PagedAttentionPolicySm90;
+/// A policy chain: Policy for code of PTX version MinPtxVersion (major * 10 + minor) and later, Next (a
+/// chain) below it; without Next, Policy for every version. The host and the kernel read the one list:
+/// the kernel's code takes device_policy by __CUDA_ARCH__ (host code: the last link's), the host calls
+/// invoke() with the PTX version of the kernels the device runs. (CUB's ChainedPolicy, reduced.)
+template <int MinPtxVersion, class Policy, class Next = void>
+struct ChainedPolicy {
+#if defined(__CUDA_ARCH__)
+  using device_policy = std::conditional_t<(__CUDA_ARCH__ >= MinPtxVersion * 10), Policy, typename Next::device_policy>;
 #else
-  using device_policy = PagedAttentionPolicySm80;
+  using device_policy = typename Next::device_policy;
 #endif
-
-  /// Call f(Policy{}) with the policy for the PTX version (major * 10 + minor) of the kernels the device
-  /// runs; returns f's result.
+  /// Call f(Policy{}) with the policy for ptx_version; returns f's result.
   template <class F>
   static auto invoke(int ptx_version, F&& f)
   {
-#if defined(__ILUVATAR__)
-    (void)ptx_version;
-    return f(PagedAttentionPolicyBIV100{});
-#else
-    if (ptx_version >= 90) { return f(PagedAttentionPolicySm90{}); }
-    return f(PagedAttentionPolicySm80{});
-#endif
+    if (ptx_version >= MinPtxVersion) { return f(Policy{}); }
+    return Next::invoke(ptx_version, static_cast<F&&>(f));
   }
 };
-
-/// One policy for every architecture: how a user passes their own (or the BI-V100 policy on NVIDIA).
-template <class Policy>
-struct SinglePolicyChain {
+/// The chain's last link: Policy for every version.
+template <int MinPtxVersion, class Policy>
+struct ChainedPolicy<MinPtxVersion, Policy, void> {
   using device_policy = Policy;
   template <class F>
   static auto invoke(int, F&& f) { return f(Policy{}); }
 };
+
+/// One policy for every architecture: how a user passes their own (or the BI-V100 policy on NVIDIA).
+template <class Policy>
+using SinglePolicyChain = ChainedPolicy<0, Policy>;
+
+/// The default chain: BI-V100 under __ILUVATAR__, else sm_90 for code of PTX version >= 9.0 and sm_80 below.
+#if defined(__ILUVATAR__)
+using DefaultPagedAttentionPolicies = SinglePolicyChain<PagedAttentionPolicyBIV100>;
+#else
+using DefaultPagedAttentionPolicies = ChainedPolicy<90, PagedAttentionPolicySm90, SinglePolicyChain<PagedAttentionPolicySm80>>;
+#endif
 
 } // namespace pagedattn
