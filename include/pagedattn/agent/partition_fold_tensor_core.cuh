@@ -41,26 +41,33 @@
 
 namespace pagedattn {
 
+/// The copies that move a tensor-core fold's K and V, asked by the kernel (PartitionFoldTensorCore::kv_copy,
+/// bulk_copies_compiled: code for sm_90+) and by the host that makes the tensor maps (bind_cache_tensor_maps,
+/// bulk_copies_compiled: the device runs code of PTX version 9.0+), so the two agree. The policy's copies
+/// where the code has bulk copies, tensor copies only where the toolkit also has tensor maps; in token rows,
+/// tensor copies where a row is whole 128-byte slabs (heads 64, 128, 192, 256 of 16 bits, 128 and 256 of
+/// fp8), else cp.async (plain bulk copies cannot gather strided rows). Elsewhere (older code, a fat
+/// binary's host pass) cp.async: every stage has the same storage, so host and device agree on the size.
+constexpr KvCopy tensor_core_kv_copy(KvCopy policy_copy, bool bulk_copies_compiled, bool token_rows, int head_dim, int element_bytes)
+{
+  if (!bulk_copies_compiled) { return KvCopy::cp_async; }
+  const KvCopy copy = policy_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : policy_copy;
+  if (!token_rows) { return copy; }
+  return copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(head_dim, element_bytes) ? KvCopy::bulk_tensor : KvCopy::cp_async;
+}
+
 template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
 class PartitionFoldTensorCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
   static constexpr bool fp8_cache = is_fp8<KvT>;
-  /// The policy's copies where the code being compiled has them: bulk copies in code for sm_90+, tensor
-  /// copies where the toolkit also has tensor maps (the dispatch makes them then). A policy with bulk
-  /// copies compiled also for an older architecture (a fat binary, or its host pass) takes cp.async there:
-  /// every stage has the same storage, so host and device agree on the block's size. (Token rows: kv_copy.)
 #if defined(PAGEDATTN_HAS_BULK_COPY)
-  static constexpr KvCopy policy_copy = Policy::kv_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : Policy::kv_copy;
+  static constexpr bool bulk_copies_compiled = true;
 #else
-  static constexpr KvCopy policy_copy = KvCopy::cp_async;
+  static constexpr bool bulk_copies_compiled = false;
 #endif
-  /// Token rows: tensor copies where the policy has them and a row is whole 128-byte slabs (heads 64, 128,
-  /// 192, 256 of 16 bits, 128 and 256 of fp8), else cp.async (plain bulk copies cannot gather strided rows).
-  static constexpr KvCopy kv_copy = !TokenRows ? policy_copy
-                                    : policy_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim, sizeof(KvT)) ? KvCopy::bulk_tensor
-                                                                                                                   : KvCopy::cp_async;
+  static constexpr KvCopy kv_copy = tensor_core_kv_copy(Policy::kv_copy, bulk_copies_compiled, TokenRows, HeadDim, sizeof(KvT));
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
   /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
   using Stage = std::conditional_t<

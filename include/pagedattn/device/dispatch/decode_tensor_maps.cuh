@@ -15,6 +15,7 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/agent/kv_tile_stage_rows.cuh>
+#include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/util_error.cuh>
 
 #include <cstdint>
@@ -126,21 +127,18 @@ inline cudaError_t encode_cache_tensor_map(CUtensorMap& map, const void* cache, 
 }
 #endif
 
-/// Fill p.key_map and p.value_map when the launch's code moves K and V by tensor copies: a tensor-core
-/// policy with KvCopy::bulk_tensor, code of PTX version 9.0 or later, a toolkit with tensor maps (the
-/// same conditions as PartitionFoldTensorCore::kv_copy's on the device). launch_decode calls it, so every
-/// launch of the decode kernel has them.
+/// Fill p.key_map and p.value_map when the launch's code moves K and V by tensor copies (tensor_core_kv_copy,
+/// which the kernel asks too). launch_decode calls it, so every launch of the decode kernel has them.
 template <class Policy, int HeadDim, bool TokenRows = false, class T, class KvT>
 cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_version)
 {
 #if PAGEDATTN_HAS_TENSOR_MAPS
-  if constexpr (TokenRows)
+  constexpr int bytes = static_cast<int>(sizeof(KvT));
+  if constexpr (uses_tensor_cores<T, Policy, KvT> && tensor_core_kv_copy(Policy::kv_copy, true, TokenRows, HeadDim, bytes) == KvCopy::bulk_tensor)
   {
-    // KvTileStageRows' tensor copies (PartitionFoldTensorCore::kv_copy for token rows)
-    constexpr int bytes = static_cast<int>(sizeof(KvT));
-    if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(HeadDim, bytes))
+    if (tensor_core_kv_copy(Policy::kv_copy, ptx_version >= 90, TokenRows, HeadDim, bytes) != KvCopy::bulk_tensor) { return cudaSuccess; }
+    if constexpr (TokenRows)
     {
-      if (ptx_version < 90) { return cudaSuccess; }
       const CacheTensorMapShape shape = token_rows_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads,
                                                                     p.cache_block_stride, p.cache_head_stride, p.cache_token_stride);
       if (p.num_blocks > 0x7fffffffLL)
@@ -151,23 +149,20 @@ cudaError_t bind_cache_tensor_maps(PagedAttentionParams<T, KvT>& p, int ptx_vers
       PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, bytes, shape, "key_cache (token rows)"));
       PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, bytes, shape, "value_cache (token rows)"));
     }
-    return cudaSuccess;
-  }
-  else if constexpr (uses_tensor_cores<T, Policy, KvT> && Policy::kv_copy == KvCopy::bulk_tensor)
-  {
-    if (ptx_version < 90) { return cudaSuccess; }
-    const std::int64_t runs = p.num_blocks * p.num_kv_heads;
-    if (runs > 0x7fffffffLL) // a copy's run coordinate is a 32-bit signed integer
+    else
     {
-      return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(runs) +
-                                             ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
+      const std::int64_t runs = p.num_blocks * p.num_kv_heads;
+      if (runs > 0x7fffffffLL) // a copy's run coordinate is a 32-bit signed integer
+      {
+        return fail(cudaErrorInvalidValue, "pagedattn::Decode: num_blocks * num_kv_heads (" + std::to_string(runs) +
+                                               ") exceeds 2^31 - 1, the sm_90 tensor copies' coordinate range");
+      }
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, bytes,
+                                                        key_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads), "key_cache"));
+      PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, bytes,
+                                                        value_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads),
+                                                        "value_cache"));
     }
-    constexpr int bytes = static_cast<int>(sizeof(KvT));
-    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.key_map, p.key_cache, bytes,
-                                                      key_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads), "key_cache"));
-    PAGEDATTN_RETURN_IF_ERROR(encode_cache_tensor_map(p.value_map, p.value_cache, bytes,
-                                                      value_tensor_map_shape(HeadDim, p.block_size, bytes, p.num_blocks, p.num_kv_heads),
-                                                      "value_cache"));
   }
 #else
   (void)p;
