@@ -21,7 +21,7 @@
 
 namespace bench_decode {
 
-using HeadDims = std::integer_sequence<int, 128, 256>;
+using HeadDims = std::integer_sequence<int, 120, 128, 256>; ///< every head size of the rows below
 /// --policy default: each architecture's own policy.
 using DefaultPolicies = pagedattn::DefaultPagedAttentionPolicies;
 /// --policy biv100: the BI-V100 policy's CUDA-core tile on this GPU, at its 32-lane warps (BI-V100 runs it at 64).
