@@ -104,8 +104,8 @@ struct CacheLayout {
     return (head_base * head_size + dim) * block_size + slot;
   }
   /// Set the layout and strides of a's caches.
-  template <class Q, class Epilogue>
-  void describe(pagedattn::DecodeArguments<Q, T, Epilogue>& a) const
+  template <class Q, class... Variants>
+  void describe(pagedattn::DecodeArguments<Q, T, Variants...>& a) const
   {
     a.cache_layout = kind;
     a.cache_block_stride = block_stride;

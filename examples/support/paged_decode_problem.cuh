@@ -223,10 +223,12 @@ public:
   const int* seq_lens() const { return seq_lens_.get(); }
   float scale() const { return s_.scale(); }
 
-  /// The arguments of DevicePagedAttention::Decode for this problem (the example fills them field by field).
-  pagedattn::DecodeArguments<T, KvT> arguments() const
+  /// The arguments of DevicePagedAttention::Decode for this problem (the example fills them field by field),
+  /// with an output epilogue's and a score variant's types where given (their values default-constructed).
+  template <class OutputEpilogue = pagedattn::IdentityOutputEpilogue, class ScoreVariant = pagedattn::DefaultScoreVariant>
+  pagedattn::DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant> arguments() const
   {
-    pagedattn::DecodeArguments<T, KvT> a;
+    pagedattn::DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant> a;
     a.output = output();
     a.query = query();
     a.key_cache = key_cache();

@@ -171,7 +171,8 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
     pagedattn::detail::choose_grid(plan, std::size_t(1) << 20, /*cooperative_capable=*/true, /*persistent=*/false);
     REQUIRE(plan.grid == 64u * 4u * 32u);
     dd.output.poison();
-    return pagedattn::detail::launch_decode<Kernel>(plan, device, pagedattn::detail::make_params(a, plan, temp.get()), a.output_epilogue,
+    return pagedattn::detail::launch_decode<Kernel>(plan, device, pagedattn::detail::make_params(a, plan, temp.get()),
+                                                    typename Kernel::Variant{a.score_variant, a.output_epilogue},
                                                     temp.get(), 0);
   });
   INFO(pagedattn::last_error_message());

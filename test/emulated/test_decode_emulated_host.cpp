@@ -15,6 +15,7 @@
 #include <emulated_launch.h>
 
 #include "agent/decode_schedule_reference.cuh"
+#include "query_temperature.cuh"
 
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -59,6 +61,9 @@ struct Problem {
   float scale = 0;
   std::vector<float> query, key, value, alibi, sinks; // key/value: in shape.layout (DecodeArguments)
   std::vector<int> block_tables;
+  /// A score variant's factor on the scaled score of the query at a position (before the soft-cap; the
+  /// reference's, for a variant such as QueryTemperature); empty: 1.
+  std::function<double(int)> logit_factor;
 
   explicit Problem(const Shape& s, std::uint64_t seed) : shape(s)
   {
@@ -149,7 +154,8 @@ struct Problem {
     {
       double acc = 0;
       for (int d = 0; d < D; ++d) { acc += double(query[(row * shape.num_heads + head) * D + d]) * key[key_offset(q, t, kvh, d)]; }
-      const double logit = shape.softcap > 0 ? shape.softcap * std::tanh(acc * scale / shape.softcap) : acc * scale;
+      const double scaled = acc * scale * (logit_factor ? logit_factor(len - 1) : 1.0);
+      const double logit = shape.softcap > 0 ? shape.softcap * std::tanh(scaled / shape.softcap) : scaled;
       score[t] = logit + (alibi.empty() ? 0.0 : double(alibi[head]) * (t - len + 1));
     }
     const double sink = sinks.empty() ? -INFINITY : double(sinks[head]);
@@ -217,15 +223,18 @@ struct Inputs {
 /// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
 /// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
 /// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
-template <class Policy, int HeadDim, class T, class KvT, class Epilogue = IdentityOutputEpilogue>
+template <class Policy, int HeadDim, class T, class KvT, class Epilogue = IdentityOutputEpilogue, class ScoreVariant = DefaultScoreVariant>
 RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_blocks, int sm_count, unsigned chaos_seed = 0,
-                       int stall_milliseconds = 0, bool persistent = true, const Epilogue& epilogue = {})
+                       int stall_milliseconds = 0, bool persistent = true, const Epilogue& epilogue = {},
+                       const ScoreVariant& score_variant = {})
 {
+  using Variant = DecodeVariant<ScoreVariant, Epilogue>;
   const Shape& s = prob.shape;
   std::vector<T> output(prob.query.size(), ElementTraits<T>::from_float(std::numeric_limits<float>::quiet_NaN()));
   unsigned error_count = 0;
-  DecodeArguments<T, KvT, Epilogue> a;
+  DecodeArguments<T, KvT, Epilogue, ScoreVariant> a;
   a.output_epilogue = epilogue;
+  a.score_variant = score_variant;
   a.output = output.data();
   a.query = in.query.data();
   a.key_cache = in.key.data();
@@ -293,7 +302,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     emu::LaunchConfig decode_launch{static_cast<unsigned>(plan.grid), Kernel::block_threads, Kernel::smem_bytes};
     decode_launch.chaos_seed = chaos_seed + 1;
     if (!persistent) { decode_launch.resident_blocks = static_cast<unsigned>(grid_blocks); }
-    emu::launch_kernel(decode_launch, Kernel::function(), params, a.output_epilogue);
+    emu::launch_kernel(decode_launch, Kernel::function(), params, Variant{a.score_variant, a.output_epilogue});
     emu::after_atomic_add = nullptr;
     result.launch = reference.launch;
   };
@@ -302,9 +311,9 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
     switch (plan.head_split.max_heads)
     {
-    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R, Epilogue>{}); break;
-    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R, Epilogue>{}); break;
-    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R, Epilogue>{}); break;
+    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R, Variant>{}); break;
+    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R, Variant>{}); break;
+    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R, Variant>{}); break;
     }
   };
   auto run_layout = [&](auto persistent_tag) {
@@ -567,6 +576,37 @@ TEST_CASE("decode, emulated on the host: the output epilogue sees every element 
       REQUIRE(r.output[i] == PlaceEpilogue{}(plain.output[i], seq, head, dim));
     }
   }
+}
+
+TEST_CASE("decode, emulated on the host: a score variant of one's own (QueryTemperature) with the default's modifiers",
+          "[decode][emulated][host][variants]")
+{
+  // Llama 4's temperature tuning at a floor scale of 16, so that the temperature changes along these lengths;
+  // with the soft-cap, ALiBi, a window, sinks and several new tokens, each row at its own position.
+  QueryTemperature variant;
+  variant.floor_scale = 16.f;
+  variant.attn_scale = 0.5f;
+  const auto [q_len, window_left] = GENERATE(table<int, int>({{1, -1}, {3, 50}}));
+  Shape shape{{301, 5, 170, 64}};
+  shape.q_len = q_len;
+  shape.window_left = window_left;
+  shape.softcap = 20.f;
+  shape.alibi = true;
+  shape.sinks = q_len == 3;
+  INFO("q_len " << q_len << ", window_left " << window_left);
+  Problem prob(shape, 41);
+  prob.logit_factor = [&](int position) { return double(variant.temperature(position)); };
+  const Inputs<float, float> in{prob.query, prob.key, prob.value, {}, {}, 0};
+  for (const bool persistent : {true, false})
+  {
+    INFO("persistent " << persistent);
+    const RunResult r = run_emulated<EmulatedPolicy, 64>(prob, in, persistent ? 4 : 3, 2, 0, 0, persistent, IdentityOutputEpilogue{}, variant);
+    REQUIRE(r.errors == 0u);
+    REQUIRE(relative_error(prob, r.output) < 1e-4);
+  }
+  // The temperature matters here: the default variant's output is far from this reference.
+  const RunResult plain = run_emulated<EmulatedPolicy, 64>(prob, in, 4, 2);
+  REQUIRE(relative_error(prob, plain.output) > 1e-2);
 }
 
 TEST_CASE("decode, emulated on the host: the plain launch, uniform batches by the host's plan, others planned",

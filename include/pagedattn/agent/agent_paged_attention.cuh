@@ -17,11 +17,11 @@
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/grid/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
-#include <pagedattn/thread/thread_output_epilogue.cuh>
 #include <pagedattn/util_type.cuh>
 
 #include <cstdint>
@@ -35,16 +35,17 @@ __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; 
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
 /// TokenRows: the caches lie in token rows (CacheLayout hnd, nhd; PagedAttentionParams::token_rows, which
-/// must agree), else in vLLM's layout: each fold reads one of them. OutputEpilogue: what each output element
-/// passes through before its store (thread/thread_output_epilogue.cuh).
+/// must agree), else in vLLM's layout: each fold reads one of them. Variant: a DecodeVariant, the score
+/// variant both folds and the sinks call and the epilogue each output element passes through
+/// (agent/decode_variant.cuh).
 template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
-          class OutputEpilogue = IdentityOutputEpilogue>
+          class Variant = DecodeVariant<>>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
-                                  PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>>;
+                                  PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows, typename Variant::Score>,
+                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows, typename Variant::Score>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;
@@ -96,8 +97,8 @@ public:
   using TempStorage = std::conditional_t<Fold::partial_after_storage, AliasedStorage, SeparateStorage>;
 
   PAGEDATTN_DEVICE AgentPagedAttention(TempStorage& temp, const PagedAttentionParams<T, KvT>& p,
-                                       const OutputEpilogue& epilogue = OutputEpilogue{})
-      : temp_(temp), p_(p), epilogue_(epilogue)
+                                       const Variant& variant = Variant{})
+      : temp_(temp), p_(p), variant_(variant)
   {
   }
 
@@ -325,7 +326,7 @@ private:
     const PartitionWork work{seq,         kv_head, first_row, rows, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len),
                              window_first_visible(seq_len, p_.plan.window_left)};
     PartialStorage& own = temp_.partial();
-    const bool invalid = Fold::Run(temp_.phase.fold, p_, work, own.stats, own.values);
+    const bool invalid = Fold::Run(temp_.phase.fold, p_, variant_.score, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine
     PAGEDATTN_TRACE_POINT(TracePoint::partition_folded);
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
@@ -336,7 +337,7 @@ private:
       if (threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       __syncthreads();
     }
-    if (p_.sinks && item.partition == 0) { FoldSinks(own, seq, seq_len, kv_head, first_row, rows); }
+    if (variant_.score.HasSinks(p_) && item.partition == 0) { FoldSinks(own, seq, seq_len, kv_head, first_row, rows); }
 
     // ---- merge the partitions of the segment (or write the single partition) -----------------------------
     // The segment's partials are the slots of its items: the plan lays them out back to back.
@@ -355,7 +356,7 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T, KvT>& p_;
-  const OutputEpilogue& epilogue_;
+  const Variant& variant_;
 
   /// Attention sinks: each query row's sink (its head's) joins its partition-0 partial (fold_sink: one more
   /// token, of value 0), so that whichever combine runs (look-back, slices, a single partition) counts it
@@ -366,13 +367,13 @@ private:
     {
       const int h = i / HeadDim;
       float max_score = own.stats[2 * h], exp_sum = own.stats[2 * h + 1];
-      const float sink = p_.sinks[query_row(p_, seq, seq_len, kv_head, first_row + h).head];
+      const float sink = variant_.score.Sink(p_, query_row(p_, seq, seq_len, kv_head, first_row + h));
       own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, sink), own.values[i]);
     }
     __syncthreads();
     if (static_cast<int>(threadIdx.x) < rows)
     {
-      const float sink = p_.sinks[query_row(p_, seq, seq_len, kv_head, first_row + threadIdx.x).head];
+      const float sink = variant_.score.Sink(p_, query_row(p_, seq, seq_len, kv_head, first_row + threadIdx.x));
       fold_sink(own.stats[2 * threadIdx.x], own.stats[2 * threadIdx.x + 1], sink);
     }
     __syncthreads();
@@ -409,9 +410,10 @@ private:
       const QueryRow row = query_row(agent->p_, seq, seq_len, kv_head, first_row + h);
       const int index = row.index, head = row.head, d = 4 * vector;
       T* dst = agent->output_ptr(index, head, d);
-      const OutputEpilogue& e = agent->epilogue_;
-      const Vector4 packed{{ElementTraits<T>::from_float(e(v.x, index, head, d)), ElementTraits<T>::from_float(e(v.y, index, head, d + 1)),
-                            ElementTraits<T>::from_float(e(v.z, index, head, d + 2)), ElementTraits<T>::from_float(e(v.w, index, head, d + 3))}};
+      const Variant& e = agent->variant_;
+      const Vector4 packed{{ElementTraits<T>::from_float(e.Output(v.x, index, head, d)), ElementTraits<T>::from_float(e.Output(v.y, index, head, d + 1)),
+                            ElementTraits<T>::from_float(e.Output(v.z, index, head, d + 2)),
+                            ElementTraits<T>::from_float(e.Output(v.w, index, head, d + 3))}};
       if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(Vector4) == 0) { *reinterpret_cast<Vector4*>(dst) = packed; }
       else
       {
@@ -429,7 +431,7 @@ private:
   /// One output element, through the epilogue.
   PAGEDATTN_DEVICE void store_output(int index, int head, int d, float value) const
   {
-    *output_ptr(index, head, d) = ElementTraits<T>::from_float(epilogue_(value, index, head, d));
+    *output_ptr(index, head, d) = ElementTraits<T>::from_float(variant_.Output(value, index, head, d));
   }
 };
 

@@ -15,7 +15,8 @@
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
 //   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
-//       partials of its heads (in warp order), runs their online softmax (it alone keeps their running
+//       partials of its heads (in warp order), takes their logits (the score variant's mask and Logit:
+//       agent/decode_variant.cuh), runs their online softmax (it alone keeps their running
 //       max and sum), and writes P and each head's rescale factor to shared memory.
 //   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
 // So each K and V byte is read from shared memory once, no work is repeated across warps, no warp keeps
@@ -54,6 +55,7 @@
 //       g and g + 8 are the dims 16m + 2g and 16m + 2g + 1: the output's rows, permuted (StorePartial).
 // K's scale multiplies the scores with the softmax scale, V's the partial's values.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/thread/thread_fp8.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
@@ -64,7 +66,7 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T, int Rows = 8>
+template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T, int Rows = 8, class ScoreVariant = DefaultScoreVariant>
 class BlockTileTensorCore {
 public:
   static constexpr int max_heads = Rows;      ///< query rows (a multiple of the mma's n = 8)
@@ -89,6 +91,7 @@ public:
   static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
   static constexpr int lanes_per_head = warp_threads / heads_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
+  using Row = typename ScoreVariant::Row;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
   static_assert(Rows % 8 == 0 && Rows <= 32, "rows: n-tiles of 8, up to 4");
   static_assert(HeadDim % 8 == 0 && (!is_fp8<KvT> || HeadDim % 16 == 0), "a head of whole 16-byte vectors of the cache");
@@ -99,22 +102,20 @@ public:
     alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
     alignas(16) T p[max_heads][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
     float alpha[max_heads];                                   ///< each head's rescale factor of the running output
-    /// Each row's visible positions [row_first_visible, row_end) (QueryRow; rows past the work's: none), set
-    /// by StoreRowMasks before the first tile: read where the mask needs them, they hold no register through
-    /// the tile loop (the persistent kernel at head 256 spilled 80 bytes more with a window's first position
-    /// in a register).
-    int row_first_visible[max_heads], row_end[max_heads];
+    /// What the variant keeps of each row (rows past the work's: Row{}, which sees nothing), set by StoreRows
+    /// before the first tile: read where the softmax needs it, it holds no register through the tile loop
+    /// (the persistent kernel at head 256 spilled 80 bytes more with a window's first position in a register).
+    Row row[max_heads];
   };
 
-  /// Threads 0 .. max_heads - 1: the rows' visible positions (StoreRowMasks' callers sync before Consume).
-  static PAGEDATTN_DEVICE void StoreRowMasks(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work)
+  /// Threads 0 .. max_heads - 1: the variant's rows (StoreRows' callers sync before Consume).
+  static PAGEDATTN_DEVICE void StoreRows(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
+                                         const PartitionWork& work)
   {
     const int r = threadIdx.x;
     if (r < max_heads)
     {
-      const QueryRow row = r < work.rows ? query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r) : QueryRow{};
-      temp.row_first_visible[r] = row.first_visible;
-      temp.row_end[r] = row.end;
+      temp.row[r] = r < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r)) : Row{};
       if (r >= work.rows) // a row past the work's: its softmax may be skipped (Consume), so its P and factor are 0
       {
         temp.alpha[r] = 0.f;
@@ -125,8 +126,9 @@ public:
   }
 
   /// Loads the warp's slice of the rows' queries (rows past work.rows stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, int log2_block_size)
-      : temp_(temp), p_(p), layout_(log2_block_size), heads_(work.rows)
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
+                                       const PartitionWork& work, int log2_block_size)
+      : temp_(temp), p_(p), variant_(variant), layout_(log2_block_size), heads_(work.rows)
   {
     const int kv_head = work.kv_head, heads = work.rows;
     if constexpr (is_fp8<KvT>)
@@ -137,8 +139,6 @@ public:
     else { (void)kv_head; }
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
-    const int softmax_head = warp * heads_per_warp + lane / lanes_per_head;
-    slope_ = p.alibi_slopes && softmax_head < heads ? p.alibi_slopes[query_row(p, work.seq, work.seq_len, kv_head, work.first_row + softmax_head).head] : 0.f;
 #pragma unroll
     for (int n = 0; n < n_tiles; ++n)
     {
@@ -267,7 +267,7 @@ public:
 
     // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
     // (A warp whose heads are a whole n-tile past the work's rows skips it: their P stays the zero
-    // StoreRowMasks wrote, which that n-tile's PV mma reads.)
+    // StoreRows wrote, which that n-tile's PV mma reads.)
     if (heads_per_warp < 8 || live_n_tile(warp * heads_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
     __syncthreads();
 
@@ -476,26 +476,14 @@ private:
         score[e + 1] += part.y;
       }
     }
-#pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e) { score[e] *= score_scale(); }
-    if (p_.logit_softcap > 0.f) // uniform: off, the soft-cap costs one branch per tile
-    {
-#pragma unroll
-      for (int e = 0; e < tokens_per_lane; ++e) { score[e] = soft_capped_logit(score[e], p_.logit_softcap); }
-    }
     float tile_max = -INFINITY;
-    // The row's live tokens: [first_visible, min(end_token, row end)) (first_visible: a sliding window's first
-    // position, else 0), one compare per token.
-    const int first_visible = temp_.row_first_visible[sh], row_end = temp_.row_end[sh];
-    const int live_end = min(end_token, row_end);
-    const unsigned live_tokens = live_end > first_visible ? static_cast<unsigned>(live_end - first_visible) : 0u;
+    const Row& row = temp_.row[sh];
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
-      float v = score[e];
-      if (p_.alibi_slopes) { v = alibi_logit(v, slope_, token, row_end); }
-      score[e] = static_cast<unsigned>(token - first_visible) < live_tokens ? v : -INFINITY;
+      const float logit = variant_.Logit(p_, score[e] * score_scale(), row, token);
+      score[e] = token < end_token && variant_.Visible(row, token) ? logit : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }
 #pragma unroll
@@ -542,10 +530,10 @@ private:
 
   TempStorage& temp_;
   const PagedAttentionParams<T, KvT>& p_;
+  const ScoreVariant& variant_;
   std::conditional_t<is_fp8<KvT>, Fp8Scales, NoScales> scales_;
   typename Stage::Layout layout_;
   int heads_;
-  float slope_;                      ///< ALiBi slope of this lane's softmax head (0 without ALiBi)
   uint2 query_[steps_per_warp][n_tiles]; ///< head g of each n-tile, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
   float out_[steps_per_warp][n_tiles][4]; ///< O^T fragments of this warp's m-tiles, per n-tile
   float max_score_, exp_sum_;        ///< this lane's softmax head (the same in all lanes_per_head lanes)

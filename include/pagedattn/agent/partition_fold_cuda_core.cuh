@@ -4,6 +4,7 @@
 // own partials with WarpTileCudaCore, loading K and V straight from the cache into registers, then
 // BlockReducePartials merges the warps' partials head by head.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/warp_tile_cuda_core.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
 
@@ -11,12 +12,13 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+          class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT, TokenRows>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT, TokenRows, ScoreVariant>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 
@@ -38,13 +40,13 @@ public:
   /// Block-wide. Writes the block's partial of each query row h < work.rows to stats[2h], stats[2h + 1]
   /// (max score, exp sum) and values[h * HeadDim + d]; returns true (in every thread) if a live token's
   /// block id lay outside the cache (that tile was skipped, never read).
-  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, float* stats,
-                                   float* values)
+  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
+                                   const PartitionWork& work, float* stats, float* values)
   {
     if (threadIdx.x == 0) { temp.invalid = 0; }
-    WarpTile::LoadQueries(temp.tile, p, work, block_threads);
+    WarpTile::LoadQueries(temp.tile, p, variant, work, block_threads);
     __syncthreads();
-    WarpTile warp_tile(temp.tile, temp.phase.loop, p, work.kv_head, work.rows);
+    WarpTile warp_tile(temp.tile, temp.phase.loop, p, variant, work.kv_head, work.rows);
     for (int token0 = work.first_token + arch::warp_id() * tile_tokens; token0 < work.end_token; token0 += warps * tile_tokens)
     {
       // Lane t's token: its cache block, checked before anything is read from it.

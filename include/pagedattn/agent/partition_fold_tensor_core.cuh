@@ -32,6 +32,7 @@
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/kv_tile_stage.cuh>
 #include <pagedattn/agent/kv_tile_stage_bulk.cuh>
 #include <pagedattn/agent/kv_tile_stage_rows.cuh>
@@ -56,7 +57,8 @@ constexpr KvCopy tensor_core_kv_copy(KvCopy policy_copy, bool bulk_copies_compil
   return copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(head_dim, element_bytes) ? KvCopy::bulk_tensor : KvCopy::cp_async;
 }
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false>
+template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+          class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldTensorCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
@@ -93,7 +95,7 @@ public:
   static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
                 "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT, tile_rows>;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT, tile_rows, ScoreVariant>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 32 query rows");
@@ -128,8 +130,8 @@ public:
 
   /// Block-wide, after Prefetch; same contract as PartitionFoldCudaCore::Run (a bad block id zero-fills
   /// its tokens, and the caller poisons the partial), except that stats and values may alias `temp`.
-  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work, float* stats,
-                                   float* values)
+  static PAGEDATTN_DEVICE bool Run(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
+                                   const PartitionWork& work, float* stats, float* values)
   {
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
@@ -152,7 +154,7 @@ public:
     // A head padded to whole k-steps: K's vectors past it, which whole-run copies never write (cp.async
     // zero-fills them with each tile).
     if constexpr (bulk_copies && Stage::cache_vectors != Stage::key_vectors) { Stage::template ClearKeyPadding<slabs>(&temp.stage[0][0], stages, log2_block_size); }
-    Tile::StoreRowMasks(temp.tile, p, work); // (read after the tile loop's barriers)
+    Tile::StoreRows(temp.tile, p, variant, work); // (read after the tile loop's barriers)
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
@@ -183,7 +185,7 @@ public:
       }
     };
 
-    Tile tile(temp.tile, p, work, log2_block_size);
+    Tile tile(temp.tile, p, variant, work, log2_block_size);
 #pragma unroll
     for (int i = 0; i < stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)

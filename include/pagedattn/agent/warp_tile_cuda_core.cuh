@@ -6,7 +6,8 @@
 //   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
 //       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
-//   softmax: the tile's scores per head, relative to the tile maximum (WarpReduceShfl max and sum),
+//   softmax: the tile's logits per head (the score variant's mask and Logit: agent/decode_variant.cuh),
+//       relative to the tile maximum (WarpReduceShfl max and sum),
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
@@ -19,6 +20,7 @@
 // the softmax weights the PV products use (one per token and head; the exp sums stay unscaled), so that
 // the output is sum(w * v_scale * v) / sum(w). vLLM's fp8 key layout has x = 16 (16 / sizeof(KvT)).
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
@@ -28,7 +30,8 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T, bool TokenRows = false>
+template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T, bool TokenRows = false,
+          class ScoreVariant = DefaultScoreVariant>
 class WarpTileCudaCore {
 public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
@@ -39,20 +42,21 @@ public:
   using Partial = WarpAttentionPartial<HeadDim>;
   static_assert(HeadDim % x == 0, "a key is a whole number of 16-byte vectors");
 
-  /// Block-wide: the rows' queries, pre-scaled, fp32, and what each row sees (QueryRow).
+  using Row = typename ScoreVariant::Row;
+
+  /// Block-wide: the rows' queries, pre-scaled, fp32, and what the variant keeps of each row.
   struct SharedStorage {
     alignas(16) float query[MaxHeads][HeadDim];
-    int row_first_visible[MaxHeads], row_end[MaxHeads];
-    float row_slope[MaxHeads]; ///< ALiBi's slope of the row's head (0 without ALiBi)
+    Row row[MaxHeads]; ///< rows past the work's: Row{}, which sees nothing
   };
   /// Per-warp scratch of the main loop (may alias other storage after the loop).
   struct LoopStorage {
     alignas(16) float weights[Warps][MaxHeads][tile_tokens];
   };
 
-  /// Block-wide: the rows' queries and masks to shared memory. The caller syncs before the first Consume().
-  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, const PartitionWork& work,
-                                           int block_threads)
+  /// Block-wide: the rows' queries and variant rows to shared memory. The caller syncs before the first Consume().
+  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
+                                           const PartitionWork& work, int block_threads)
   {
     const float scale = p.scale * cache_key_scale(p, work.kv_head);
     for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
@@ -68,16 +72,13 @@ public:
     }
     for (int g = threadIdx.x; g < MaxHeads; g += block_threads)
     {
-      const QueryRow row = g < work.rows ? query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g) : QueryRow{};
-      shared.row_first_visible[g] = row.first_visible;
-      shared.row_end[g] = row.end;
-      shared.row_slope[g] = p.alibi_slopes && g < work.rows ? p.alibi_slopes[row.head] : 0.f;
+      shared.row[g] = g < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g)) : Row{};
     }
   }
 
-  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p, int kv_head,
-                                   int rows)
-      : shared_(shared), loop_(loop), p_(p), value_scale_(cache_value_scale(p, kv_head)), rows_(rows)
+  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p,
+                                   const ScoreVariant& variant, int kv_head, int rows)
+      : shared_(shared), loop_(loop), p_(p), variant_(variant), value_scale_(cache_value_scale(p, kv_head)), rows_(rows)
   {
 #pragma unroll
     for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }
@@ -131,16 +132,10 @@ public:
     {
       if (g < rows_)
       {
-        // Visible to row g: [its first visible position, its end), within the live tokens (one compare).
-        const int first_visible = shared_.row_first_visible[g], row_end = shared_.row_end[g];
-        const bool visible = live && static_cast<unsigned>(pos - first_visible) < static_cast<unsigned>(row_end - first_visible);
+        const Row& row = shared_.row[g];
+        const bool visible = live && variant_.Visible(row, pos);
         float s = -INFINITY;
-        if (visible)
-        {
-          s = score[g];
-          if (p_.logit_softcap > 0.f) { s = soft_capped_logit(s, p_.logit_softcap); } // uniform
-          if (p_.alibi_slopes) { s = alibi_logit(s, shared_.row_slope[g], pos, row_end); }
-        }
+        if (visible) { s = variant_.Logit(p_, score[g], row, pos); }
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // -inf when no token of the tile is visible (then e = 0)
         const float e = visible ? expf(s - tile_max) : 0.f;
         const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
@@ -290,6 +285,7 @@ private:
   const SharedStorage& shared_;
   LoopStorage& loop_;
   const PagedAttentionParams<T, KvT>& p_;
+  const ScoreVariant& variant_;
   const float value_scale_; ///< V's dequantization scale (1 unless the cache is fp8)
   const int rows_;          ///< the block's query rows (<= MaxHeads)
   Partial partial_[MaxHeads];

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/config.cuh>
 #include <pagedattn/thread/thread_output_epilogue.cuh>
 
@@ -27,8 +28,9 @@ using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 /// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or an fp8 format
 /// (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as float(fp8) * scale with the scales
 /// below (with fp32 queries on the CUDA-core fold). OutputEpilogue: what each output element passes through
-/// before it is stored (thread/thread_output_epilogue.cuh; by default nothing).
-template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue>
+/// before it is stored (thread/thread_output_epilogue.cuh; by default nothing). ScoreVariant: the logit
+/// modifiers, the mask and the sinks (agent/decode_variant.cuh; by default those the fields below ask for).
+template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue, class ScoreVariant = DefaultScoreVariant>
 struct DecodeArguments {
   T* output = nullptr;                 ///< [num_seqs * q_len][num_heads][head_size] (strides below)
   std::int64_t output_seq_stride = 0;  ///< between rows of the first index; 0: num_heads * head_size
@@ -74,6 +76,7 @@ struct DecodeArguments {
   unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   OutputEpilogue output_epilogue{};    ///< applied to each output element (value, seq, head, dim) before the store
+  ScoreVariant score_variant{};        ///< what each row's scores pass through (DefaultScoreVariant reads the fields above)
   int partition_tokens = 0;            ///< 0: chosen per launch to fill the GPU; else fixed (a multiple of 32, at
                                        ///< most partition_token_limit of the policy): then a sequence's output
                                        ///< does not depend on the rest of the batch, bit for bit

@@ -27,7 +27,7 @@ inline cudaError_t reset_partition_state(void* d_temp_storage, const PartitionCo
 
 template <class Kernel>
 cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, typename Kernel::Params params,
-                          const typename Kernel::Epilogue& epilogue, void* d_temp_storage, cudaStream_t stream)
+                          const typename Kernel::Variant& variant, void* d_temp_storage, cudaStream_t stream)
 {
   static_assert(Kernel::AgentPolicy::max_partition_tokens <= AgentDecodePlan<Kernel::block_threads>::max_candidates * 32,
                 "the device's plan considers partitions of up to max_candidates * 32 tokens");
@@ -38,7 +38,7 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
 #if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the init pass
   (void)device;
   params.cooperative = false;
-  Kernel::function()<<<grid, Kernel::block_threads, Kernel::smem_bytes, stream>>>(params, epilogue);
+  Kernel::function()<<<grid, Kernel::block_threads, Kernel::smem_bytes, stream>>>(params, variant);
   return check_cuda(cudaGetLastError(), "paged_attention_kernel launch");
 #else
   cudaLaunchConfig_t config{};
@@ -62,7 +62,7 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
     if (with_dependent) { attributes[config.numAttrs++] = dependent_attribute; }
     if (with_cooperative) { attributes[config.numAttrs++] = cooperative_attribute; }
     params.cooperative = with_cooperative;
-    return cudaLaunchKernelEx(&config, Kernel::function(), params, epilogue);
+    return cudaLaunchKernelEx(&config, Kernel::function(), params, variant);
   };
   if (plan.cooperative)
   {

@@ -12,8 +12,8 @@ namespace pagedattn {
 namespace detail {
 
 /// The kernel's parameters: the arguments resolved (default strides), the plan, the temporary storage.
-template <class T, class KvT, class OutputEpilogue>
-PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, OutputEpilogue>& a, const DecodePlan& plan, void* d_temp_storage)
+template <class T, class KvT, class... Variants>
+PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, Variants...>& a, const DecodePlan& plan, void* d_temp_storage)
 {
   PagedAttentionParams<T, KvT> p{};
   p.query = a.query;

@@ -60,8 +60,8 @@ inline const char* cache_layout_name(CacheLayout l)
 struct CacheStrides {
   std::int64_t block, head, token;
 };
-template <class T, class KvT, class OutputEpilogue>
-CacheStrides cache_strides(const DecodeArguments<T, KvT, OutputEpilogue>& a)
+template <class T, class KvT, class... Variants>
+CacheStrides cache_strides(const DecodeArguments<T, KvT, Variants...>& a)
 {
   const std::int64_t head = a.head_size, run = std::int64_t(a.block_size) * a.head_size;
   switch (a.cache_layout)
@@ -78,8 +78,8 @@ CacheStrides cache_strides(const DecodeArguments<T, KvT, OutputEpilogue>& a)
 
 /// The layout against the kernels instantiated (Layouts) and its strides: token rows need 16-byte aligned
 /// rows (every stride a multiple of 16 bytes; the caches' 16-byte alignment is checked with the pointers).
-template <class Layouts, class T, class KvT, class OutputEpilogue>
-cudaError_t validate_cache_layout(const DecodeArguments<T, KvT, OutputEpilogue>& a)
+template <class Layouts, class T, class KvT, class... Variants>
+cudaError_t validate_cache_layout(const DecodeArguments<T, KvT, Variants...>& a)
 {
   auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
   const CacheLayout l = a.cache_layout;
@@ -118,8 +118,8 @@ cudaError_t validate_cache_layout(const DecodeArguments<T, KvT, OutputEpilogue>&
 }
 
 /// Host-side checks; every failure names the argument.
-template <class T, class HeadDims, class KvT, class OutputEpilogue>
-cudaError_t validate_arguments(const DecodeArguments<T, KvT, OutputEpilogue>& a)
+template <class T, class HeadDims, class KvT, class... Variants>
+cudaError_t validate_arguments(const DecodeArguments<T, KvT, Variants...>& a)
 {
   auto bad = [](const std::string& what) { return fail(cudaErrorInvalidValue, "pagedattn::Decode: " + what); };
   if (a.num_seqs < 0) { return bad("num_seqs must be >= 0, got " + std::to_string(a.num_seqs)); }
@@ -196,8 +196,8 @@ constexpr int partition_token_limit(int block_size)
 }
 
 /// The caller's partition size against the policy (validate_arguments() has checked that it is >= 0 and the block size).
-template <class Policy, class T, class KvT, class OutputEpilogue>
-cudaError_t validate_partition_tokens(const DecodeArguments<T, KvT, OutputEpilogue>& a)
+template <class Policy, class T, class KvT, class... Variants>
+cudaError_t validate_partition_tokens(const DecodeArguments<T, KvT, Variants...>& a)
 {
   const int limit = partition_token_limit<Policy>(a.block_size);
   if (a.partition_tokens == 0 || (a.partition_tokens % 32 == 0 && a.partition_tokens <= limit)) { return cudaSuccess; }
@@ -207,8 +207,8 @@ cudaError_t validate_partition_tokens(const DecodeArguments<T, KvT, OutputEpilog
 }
 
 /// The schedule model of a launch of this policy on sm_count SMs (agent/decode_schedule.cuh).
-template <class Policy, class T, class KvT, class OutputEpilogue>
-ScheduleModel schedule_model(const DecodeArguments<T, KvT, OutputEpilogue>& a, int sm_count)
+template <class Policy, class T, class KvT, class... Variants>
+ScheduleModel schedule_model(const DecodeArguments<T, KvT, Variants...>& a, int sm_count)
 {
   return {(sm_count > 0 ? sm_count : 1) * Policy::min_blocks_per_sm, fixed_cost_tokens(a.head_size, static_cast<int>(sizeof(KvT))),
           partition_token_limit<Policy>(a.block_size)};
@@ -231,8 +231,8 @@ struct UniformBatchItems {
 ///   4096 tokens per block and no combine (64x4096: 256 or 512 blocks), where 2048-token halves would
 ///   cost each block a second prologue and the launch a combine
 ///   (bench/NOTES.md, "Partition size: the wave model").
-template <class Policy, class T, class KvT, class OutputEpilogue>
-int choose_partition_tokens(const DecodeArguments<T, KvT, OutputEpilogue>& a, std::size_t num_segments, int sm_count)
+template <class Policy, class T, class KvT, class... Variants>
+int choose_partition_tokens(const DecodeArguments<T, KvT, Variants...>& a, std::size_t num_segments, int sm_count)
 {
   if (a.partition_tokens > 0) { return a.partition_tokens; }
   const int span = window_span(a.max_seq_len, rows_window_left(a.window_left, a.q_len), a.block_size); // (max_seq_len without a window)
@@ -265,8 +265,8 @@ struct DecodePlan {
   bool init_pass;            ///< set by choose_grid: the decode may combine by look-back (tickets, counters)
 };
 
-template <class Policy, class T, class KvT, class OutputEpilogue>
-DecodePlan make_plan(const DecodeArguments<T, KvT, OutputEpilogue>& a, int sm_count)
+template <class Policy, class T, class KvT, class... Variants>
+DecodePlan make_plan(const DecodeArguments<T, KvT, Variants...>& a, int sm_count)
 {
   DecodePlan plan{};
   plan.head_split = head_split(a.q_len * (a.num_heads / a.num_kv_heads), max_rows_per_block<T, Policy, KvT>);

@@ -35,7 +35,7 @@ constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts =
 /// set compute on zero queries: BlockTileTensorCore). Caches in token rows take kernels of their own (both folds read them differently),
 /// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
 /// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
-template <class T, class KvT, class OutputEpilogue, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
+template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, bool token_rows, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
@@ -44,12 +44,12 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     constexpr bool R = decltype(rows)::value;
     if constexpr (uses_tensor_cores<T, Policy, KvT>)
     {
-      if (max_heads <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
-      else { result = f(DecodeKernel<T, D, 32, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
+      if (max_heads <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+      else { result = f(DecodeKernel<T, D, 32, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
     }
-    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
-    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
-    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, OutputEpilogue>{}); }
+    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
   };
   auto for_head_dim = [&](auto head_dim) {
     if constexpr (head_is_whole_vectors<KvT>(decltype(head_dim)::value)) // (else refused by validate_arguments)
@@ -69,9 +69,11 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
 }
 
 /// The dispatch of arguments that validate_arguments() has accepted.
-template <class T, class PolicyChain, class HeadDims, class Layouts, class KvT, class OutputEpilogue>
-cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT, OutputEpilogue>& a, cudaStream_t stream)
+template <class T, class PolicyChain, class HeadDims, class Layouts, class KvT, class OutputEpilogue, class ScoreVariant>
+cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_bytes,
+                               const DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant>& a, cudaStream_t stream)
 {
+  using Variant = DecodeVariant<ScoreVariant, OutputEpilogue>;
   DeviceInfo device;
   PAGEDATTN_RETURN_IF_ERROR(current_device_info(device));
 
@@ -97,7 +99,8 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
       std::size_t resident = 0;
       PAGEDATTN_RETURN_IF_ERROR(Kernel::resident_blocks(device, resident));
       choose_grid(plan, resident, Kernel::cooperative_capable(device), Kernel::persistent);
-      return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), a.output_epilogue, d_temp_storage, stream);
+      return launch_decode<Kernel>(plan, device, make_params(a, plan, d_temp_storage), Variant{a.score_variant, a.output_epilogue},
+                                   d_temp_storage, stream);
     };
     // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
     // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
@@ -107,16 +110,17 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     const bool token_rows = a.cache_layout != CacheLayout::vllm;
     if (capturing || loose_bound(plan))
     {
-      return with_decode_kernel<T, KvT, OutputEpilogue, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
+      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
     }
-    return with_decode_kernel<T, KvT, OutputEpilogue, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
+    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
   });
 }
 
 template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
-          class Layouts = SupportedCacheLayouts, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue>
-cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes, const DecodeArguments<T, KvT, OutputEpilogue>& a,
-                                     cudaStream_t stream)
+          class Layouts = SupportedCacheLayouts, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue,
+          class ScoreVariant = DefaultScoreVariant>
+cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes,
+                                     const DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant>& a, cudaStream_t stream)
 {
   static_assert(std::is_same_v<KvT, T> || is_fp8<KvT>, "the caches hold the query's type or an fp8 format (util_fp8.cuh)");
   PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
