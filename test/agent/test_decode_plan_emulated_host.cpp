@@ -1,7 +1,7 @@
 // The device's plan (AgentDecodePlan, run by every block of the decode in its prologue) run on the host by
 // the emulated CUDA machine of test/emulation (one std::thread per CUDA thread), against the sequential
 // host reference: the same partition size, total, largest partition count and the items, asked for in
-// order (every one up to 1500, then every 7th) and every 97th, at 128 and 256 threads (the decode's blocks on sm_80/sm_90 and on BI-V100). CI has
+// order (every one up to 500, then every 7th) and every 97th, at 128 and 256 threads (the decode's blocks on sm_80/sm_90 and on BI-V100). CI has
 // no GPU; this is where the block-level code (its scans, reductions, barriers and the cursor) is checked
 // there, on many more batches than the whole decode's emulated run (test/emulated/).
 #include <pagedattn/agent/agent_decode_plan.cuh>
@@ -67,8 +67,8 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
       Plan plan(temp, cursor, params);
       const PlannedLaunch l = plan.ChooseLaunch();
       if (threadIdx.x == 0 && every) { launch = l; }
-      // (Every item up to 1500, then every 7th: a barrier per item is slow on the emulated machine.)
-      for (unsigned i = every ? 0u : 5u; i < static_cast<unsigned>(l.total_items); i += every ? (i < 1500 ? 1u : 7u) : stride)
+      // (Every item up to 500, then every 7th: a barrier per item is slow on the emulated machine.)
+      for (unsigned i = every ? 0u : 5u; i < static_cast<unsigned>(l.total_items); i += every ? (i < 500 ? 1u : 7u) : stride)
       {
         if (!every) // the storage reused between items, as a persistent decode's fold does
         {
@@ -88,7 +88,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   for (std::size_t i = 0; i < expected.items.size(); ++i)
   {
     INFO("item " << i);
-    if (i < 1500 || (i - 1500) % 7 == 0) { REQUIRE(std::memcmp(&items[i], &expected.items[i], sizeof(PlannedItem)) == 0); }
+    if (i < 500 || (i - 500) % 7 == 0) { REQUIRE(std::memcmp(&items[i], &expected.items[i], sizeof(PlannedItem)) == 0); }
     if (i % stride == 5) { REQUIRE(std::memcmp(&strided[i], &expected.items[i], sizeof(PlannedItem)) == 0); }
   }
 }

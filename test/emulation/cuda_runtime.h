@@ -3,7 +3,7 @@
 // one std::thread per CUDA thread, every block of a grid at once (the look-back needs resident blocks).
 //   - qualifiers vanish; threadIdx / blockIdx / blockDim / gridDim are thread-local;
 //   - __syncthreads is the block's std::barrier; warp intrinsics (shuffles, votes, __syncwarp) go through a
-//     per-warp exchange buffer between two arrivals at the warp's std::barrier (every lane must take part, as
+//     per-warp exchange buffer with one arrival at the warp's std::barrier (every lane must take part, as
 //     the library's full-mask calls require; the mask itself is not checked);
 //   - atomics are std::atomic_ref, fences std::atomic_thread_fence, __ldcg/__stcg relaxed atomic accesses;
 //   - the decode kernel's `extern __shared__ ... paged_attention_smem[]` is mapped to the block's buffer
@@ -14,7 +14,8 @@
 // compile and report "no device". The launcher is in emulated_launch.h.
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <condition_variable>
+#include <mutex>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -67,19 +68,50 @@ inline constexpr int warp_size = 32;
 using lane_mask_t = unsigned;
 #endif
 
-/// The lanes of one warp: a barrier and a 16-byte slot per lane for shuffles and votes.
+/// A barrier whose waiters sleep at once: many more threads than cores take turns here, and a spinning or
+/// yielding waiter (std::barrier's) only takes the core from the threads it waits for.
+class SleepingBarrier {
+public:
+  explicit SleepingBarrier(int threads) : threads_(threads) {}
+  void arrive_and_wait()
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const unsigned long long generation = generation_;
+    if (++arrived_ == threads_)
+    {
+      arrived_ = 0;
+      ++generation_;
+      lock.unlock();
+      released_.notify_all();
+      return;
+    }
+    released_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable released_;
+  const int threads_;
+  int arrived_ = 0;
+  unsigned long long generation_ = 0;
+};
+
+/// The lanes of one warp: a barrier and two sets of 16-byte slots per lane for shuffles and votes, used in
+/// turn, so that one arrival at the barrier per exchange suffices: exchange n + 2 rewrites exchange n's set
+/// only after every lane has arrived at exchange n + 1, that is, after every lane has read exchange n.
 struct Warp {
-  std::barrier<> barrier{warp_size};
-  alignas(16) unsigned char slots[warp_size][16];
+  SleepingBarrier barrier{warp_size};
+  alignas(16) unsigned char slots[2][warp_size][16];
 };
 /// One thread block: its barrier, its warps, its dynamic shared memory, the slots of __syncthreads_or.
 struct Block {
   explicit Block(int threads) : barrier(threads) {}
-  std::barrier<> barrier;
+  SleepingBarrier barrier;
   Warp* warps = nullptr;
   unsigned char* dynamic_smem = nullptr;
-  std::atomic<int> vote[2] = {0, 0};
-  int vote_phase = 0;
+  /// The flags of __syncthreads_or, used in turn: call n writes flag n % 3, and its thread 0 clears flag
+  /// (n - 1) % 3, which every thread read before arriving at call n's barrier.
+  std::atomic<int> vote[3] = {0, 0, 0};
 };
 
 /// Schedule perturbation ("chaos"): at a synchronisation point (__syncthreads, fences, atomics, cache-global
@@ -125,29 +157,40 @@ inline std::atomic<unsigned long long> fence_block_calls{0};
 inline thread_local Block* this_block = nullptr;
 inline thread_local Warp* this_warp = nullptr;
 inline thread_local int this_lane = 0;
+/// Which of its warp's two slot sets the calling lane's next exchange uses (every lane of a warp takes part
+/// in every exchange, so the lanes agree on it).
+inline thread_local int this_slot_set = 0;
+/// Which of its block's three flags the calling thread's next __syncthreads_or uses.
+inline thread_local int this_vote_flag = 0;
+
+/// The calling lane's slots of its warp's next exchange (and the set to read them from); flips the set.
+inline unsigned char (&next_slots())[warp_size][16]
+{
+  const int set = this_slot_set;
+  this_slot_set = 1 - set;
+  return this_warp->slots[set];
+}
 
 /// Every lane stores `value`, then reads lane `src`'s (its own when src is out of range).
 template <class T>
 T exchange(const T& value, int src)
 {
   static_assert(sizeof(T) <= 16 && std::is_trivially_copyable_v<T>, "shuffle of up to 16 bytes");
-  Warp& w = *this_warp;
-  std::memcpy(w.slots[this_lane], &value, sizeof(T));
-  w.barrier.arrive_and_wait();
+  unsigned char(&slots)[warp_size][16] = next_slots();
+  std::memcpy(slots[this_lane], &value, sizeof(T));
+  this_warp->barrier.arrive_and_wait();
   T out;
-  std::memcpy(&out, w.slots[(src >= 0 && src < warp_size) ? src : this_lane], sizeof(T));
-  w.barrier.arrive_and_wait(); // the slots are read before the next exchange rewrites them
+  std::memcpy(&out, slots[(src >= 0 && src < warp_size) ? src : this_lane], sizeof(T));
   return out;
 }
 /// Every lane's predicate, as a lane mask.
 inline lane_mask_t vote(bool predicate)
 {
-  Warp& w = *this_warp;
-  w.slots[this_lane][0] = predicate ? 1 : 0;
-  w.barrier.arrive_and_wait();
+  unsigned char(&slots)[warp_size][16] = next_slots();
+  slots[this_lane][0] = predicate ? 1 : 0;
+  this_warp->barrier.arrive_and_wait();
   lane_mask_t bits = 0;
-  for (int l = 0; l < warp_size; ++l) { bits |= lane_mask_t(w.slots[l][0]) << l; }
-  w.barrier.arrive_and_wait();
+  for (int l = 0; l < warp_size; ++l) { bits |= lane_mask_t(slots[l][0]) << l; }
   return bits;
 }
 } // namespace emu
@@ -177,17 +220,12 @@ inline void __syncthreads()
 inline int __syncthreads_or(int predicate)
 {
   emu::Block& b = *emu::this_block;
-  const int phase = b.vote_phase;
-  if (predicate) { b.vote[phase].store(1, std::memory_order_relaxed); }
+  const int flag = emu::this_vote_flag;
+  emu::this_vote_flag = (flag + 1) % 3;
+  if (predicate) { b.vote[flag].store(1, std::memory_order_relaxed); }
   b.barrier.arrive_and_wait();
-  const int result = b.vote[phase].load(std::memory_order_relaxed);
-  b.barrier.arrive_and_wait(); // everyone has read it; thread 0 resets it for the next-but-one call
-  if (threadIdx.x == 0)
-  {
-    b.vote[phase].store(0, std::memory_order_relaxed);
-    b.vote_phase = 1 - phase;
-  }
-  b.barrier.arrive_and_wait();
+  const int result = b.vote[flag].load(std::memory_order_relaxed);
+  if (threadIdx.x == 0) { b.vote[(flag + 2) % 3].store(0, std::memory_order_relaxed); }
   return result;
 }
 inline int __syncthreads_and(int predicate) { return !__syncthreads_or(!predicate); }

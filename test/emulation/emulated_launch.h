@@ -105,6 +105,8 @@ void launch(const LaunchConfig& config, Body body)
         this_block = blocks[b].get();
         this_warp = &blocks[b]->warps[t / warp_size];
         this_lane = static_cast<int>(t % warp_size);
+        this_slot_set = 0;
+        this_vote_flag = 0;
         chaos_rng.seed(static_cast<unsigned>(config.chaos_seed * 1000003u + b * 4099u + t + 1));
         body();
         if (threads_left[b].fetch_sub(1) == 1)

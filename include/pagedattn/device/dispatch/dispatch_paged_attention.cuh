@@ -52,6 +52,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
   };
   auto for_head_dim = [&](auto head_dim) {
+    if (head_size != decltype(head_dim)::value) { return; }
     if constexpr (head_is_whole_vectors<KvT>(decltype(head_dim)::value)) // (else refused by validate_arguments)
     {
       if constexpr (has_token_rows(Layouts{}))
@@ -64,7 +65,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
       }
     }
   };
-  ((head_size == HeadDims ? (for_head_dim(std::integral_constant<int, HeadDims>{}), 0) : 0), ...);
+  (for_head_dim(std::integral_constant<int, HeadDims>{}), ...);
   return result;
 }
 
