@@ -5,7 +5,7 @@
 #
 #   bash bench/run_gpu_suite.sh BUILD_DIR OUT_DIR [all|tests|sanitizers|bench|ncu]
 #
-# Writes to OUT_DIR, each file named after the GPU (NAME: the last word of its name, lower case, e.g. h200):
+# Writes to OUT_DIR, each file named after the GPU (NAME: its model, lower case, e.g. h200):
 #   NAME-tests.txt      ctest, every test but the compile and records checks (labels "compile" and "records":
 #                       they need no GPU, and the records check reads the bench/results/ this run replaces)
 #   NAME-sanitizer.txt  compute-sanitizer memcheck, racecheck, synccheck and initcheck on every GPU test
@@ -41,7 +41,9 @@ part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 commit=${PAGEDATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$gpu" ] || { log "no NVIDIA GPU visible (nvidia-smi)"; exit 1; }
-name=$(echo "${gpu%%,*}" | awk '{print tolower($NF)}')
+# The model's word (H100 in "NVIDIA H100 80GB HBM3", H200 in "NVIDIA H200"), else the name's last word.
+name=$(echo "${gpu%%,*}" | awk '{for (i = 1; i <= NF; ++i) if ($i ~ /^[A-Za-z]+[0-9][0-9]+/) { sub(/-.*/, "", $i); print tolower($i); exit }
+                                print tolower($NF)}')
 header() { echo "# $1 on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"; }
 log "device: $gpu; commit $commit; files $OUT/$name*"
 

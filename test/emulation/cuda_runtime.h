@@ -14,8 +14,10 @@
 // compile and report "no device". The launcher is in emulated_launch.h.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <climits>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -68,33 +70,34 @@ inline constexpr int warp_size = 32;
 using lane_mask_t = unsigned;
 #endif
 
-/// A barrier whose waiters sleep at once: many more threads than cores take turns here, and a spinning or
-/// yielding waiter (std::barrier's) only takes the core from the threads it waits for.
+/// A barrier whose waiters sleep at once, on a futex: many more threads than cores take turns here, and a
+/// spinning or yielding waiter (std::barrier's) only takes the core from the threads it waits for; the
+/// last to arrive wakes them all, and none has a lock to take on waking (as a condition variable's would).
 class SleepingBarrier {
 public:
   explicit SleepingBarrier(int threads) : threads_(threads) {}
   void arrive_and_wait()
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const unsigned long long generation = generation_;
-    if (++arrived_ == threads_)
+    const unsigned generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_)
     {
-      arrived_ = 0;
-      ++generation_;
-      lock.unlock();
-      released_.notify_all();
+      arrived_.store(0, std::memory_order_relaxed); // before the release: no thread arrives again until woken
+      generation_.store(generation + 1, std::memory_order_release);
+      syscall(SYS_futex, reinterpret_cast<unsigned*>(&generation_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
       return;
     }
-    released_.wait(lock, [&] { return generation_ != generation; });
+    while (generation_.load(std::memory_order_acquire) == generation)
+    {
+      syscall(SYS_futex, reinterpret_cast<unsigned*>(&generation_), FUTEX_WAIT_PRIVATE, generation, nullptr, nullptr, 0);
+    }
   }
 
 private:
-  std::mutex mutex_;
-  std::condition_variable released_;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> arrived_{0};
   const int threads_;
-  int arrived_ = 0;
-  unsigned long long generation_ = 0;
 };
+static_assert(sizeof(std::atomic<unsigned>) == sizeof(unsigned), "the futex word is the atomic's object");
 
 /// The lanes of one warp: a barrier and two sets of 16-byte slots per lane for shuffles and votes, used in
 /// turn, so that one arrival at the barrier per exchange suffices: exchange n + 2 rewrites exchange n's set
