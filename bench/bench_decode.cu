@@ -20,7 +20,9 @@
 #include "bench_decode_rows.cuh"
 
 namespace bench_decode {
-// Instantiated in parts/bench_decode_fp8.cu and parts/bench_decode_biv100.cu.
+// Instantiated in parts/bench_decode_bf16_fp32.cu, parts/bench_decode_fp8.cu and parts/bench_decode_biv100.cu.
+extern template int run<__nv_bfloat16, __nv_bfloat16>(const Options&);
+extern template int run<float, float>(const Options&);
 extern template int run<__half, pagedattn::fp8_e4m3>(const Options&);
 extern template int run<__half, pagedattn::fp8_e5m2>(const Options&);
 extern template int run<__half, __half, BIV100Policies>(const Options&);

@@ -124,8 +124,6 @@ PAGEDATTN_DEVICE void sync_warp() { __syncwarp(full_lane_mask); }
 // ---- fences and back-off ---------------------------------------------------------------------------
 /// Orders this thread's prior global writes before its later ones, as seen by every thread on the GPU.
 PAGEDATTN_DEVICE void fence_device() { __threadfence(); }
-/// Same, for threads of this block only.
-PAGEDATTN_DEVICE void fence_block() { __threadfence_block(); }
 
 /// Sleep roughly `ns` nanoseconds while polling, to leave issue slots and memory bandwidth to the
 /// blocks being waited on. BI-V100 has no sleep instruction: a block fence keeps the loop from being

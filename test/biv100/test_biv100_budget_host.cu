@@ -15,18 +15,18 @@ using Policy = pagedattn::PagedAttentionPolicyBIV100;
 constexpr std::size_t vllm_budget = 32 * 1024;
 constexpr std::size_t seed_budget = 48 * 1024;
 
-template <class T, int HeadDim, int MaxHeads>
-std::size_t smem_bytes() { return pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy>(); }
+template <class T, int HeadDim, int MaxRows>
+std::size_t smem_bytes() { return pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy>(); }
 
 /// The bytes of one instantiation: the same for every element type (the CUDA-core fold keeps queries,
 /// weights and partials in fp32), which the test checks.
-template <int HeadDim, int MaxHeads>
+template <int HeadDim, int MaxRows>
 std::size_t checked_bytes()
 {
-  const std::size_t bytes = smem_bytes<__half, HeadDim, MaxHeads>();
-  CHECK(smem_bytes<float, HeadDim, MaxHeads>() == bytes);
+  const std::size_t bytes = smem_bytes<__half, HeadDim, MaxRows>();
+  CHECK(smem_bytes<float, HeadDim, MaxRows>() == bytes);
 #if PAGEDATTN_HAS_BF16
-  CHECK(smem_bytes<__nv_bfloat16, HeadDim, MaxHeads>() == bytes);
+  CHECK(smem_bytes<__nv_bfloat16, HeadDim, MaxRows>() == bytes);
 #endif
   CHECK(bytes <= Policy::smem_budget_bytes);
   return bytes;

@@ -6,19 +6,19 @@
 
 namespace {
 
-template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T, bool TokenRows = false>
+template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, bool TokenRows = false>
 void check_limits_of_kernel()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
-                    << " max heads " << MaxHeads << " token rows " << TokenRows);
-  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>;
+                    << " max heads " << MaxRows << " token rows " << TokenRows);
+  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, TokenRows>;
   using Fold = typename Agent::Fold;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
   // Hopper (a 110 KB one was once built before this check existed).
-  constexpr std::size_t budget = MaxHeads > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxHeads, Policy, KvT, TokenRows>() <= budget);
+  constexpr std::size_t budget = MaxRows > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, TokenRows>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(pagedattn::head_is_whole_vectors<KvT>(HeadDim)); // 16-byte key slices of the cache
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -40,13 +40,13 @@ void check_limits_of_kernel()
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
-      using Fold16 = typename pagedattn::AgentPagedAttention<T, HeadDim, MaxHeads, Policy>::Fold;
+      using Fold16 = typename pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy>::Fold;
       using Storage16 = typename pagedattn::KvTileStageBulk<T, HeadDim, Policy::block_threads>::Storage;
       const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Stage::Storage);
       CHECK(in_flight >= Fold16::stages * Fold16::slabs * sizeof(Storage16));
       CHECK(in_flight <= std::size_t(Policy::stages) * Policy::tile_bytes);
     }
-    CHECK(MaxHeads <= Tile::max_heads);
+    CHECK(MaxRows <= Tile::max_rows);
     CHECK(Tile::k_steps * 16 == pagedattn::tensor_core_head_dim(HeadDim)); // the k-steps (and m-tiles) cover the head,
     CHECK(Tile::k_steps * 16 - HeadDim < 16);                              // padded by less than one step (120: 128)
     CHECK(Tile::steps_per_warp * Tile::block_threads / 32 >= Tile::k_steps); // every k-step has a warp
@@ -57,19 +57,19 @@ void check_limits_of_kernel()
   else
   {
     using Tile = typename Fold::WarpTile;
-    CHECK(MaxHeads <= Tile::max_heads);
+    CHECK(MaxRows <= Tile::max_rows);
     CHECK(Tile::key_vectors * Tile::x == HeadDim);
     CHECK(Fold::tile_tokens % 8 == 0); // V vectors of 8 tokens never straddle a cache block
     CHECK(Policy::max_partition_tokens % Fold::tile_tokens == 0);
   }
 }
 
-template <class Policy, class T, int HeadDim, int MaxHeads, class KvT = T, bool TokenRows = false>
+template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, bool TokenRows = false>
 void check_limits()
 {
   // No kernel exists for a key that is not whole 16-byte vectors of the cache (fp8 at head 120): the
   // dispatch refuses it before choosing one.
-  if constexpr (pagedattn::head_is_whole_vectors<KvT>(HeadDim)) { check_limits_of_kernel<Policy, T, HeadDim, MaxHeads, KvT, TokenRows>(); }
+  if constexpr (pagedattn::head_is_whole_vectors<KvT>(HeadDim)) { check_limits_of_kernel<Policy, T, HeadDim, MaxRows, KvT, TokenRows>(); }
 }
 
 template <class Policy, class T, class KvT = T, int... HeadDims>
@@ -179,10 +179,10 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   {
     INFO("ratio " << ratio);
     const auto t = pagedattn::detail::head_split(ratio);
-    CHECK(t.heads_per_part <= t.max_heads);
-    CHECK(t.max_heads <= pagedattn::max_heads_per_block);
-    CHECK(t.head_parts * t.heads_per_part >= ratio);
-    CHECK((t.head_parts - 1) * t.heads_per_part < ratio); // no empty tile
+    CHECK(t.rows_per_part <= t.kernel_rows);
+    CHECK(t.kernel_rows <= pagedattn::max_cuda_core_rows);
+    CHECK(t.head_parts * t.rows_per_part >= ratio);
+    CHECK((t.head_parts - 1) * t.rows_per_part < ratio); // no empty tile
   }
   CHECK(pagedattn::detail::head_split(6).head_parts == 1);
   CHECK(pagedattn::detail::head_split(8).head_parts == 1);
@@ -222,14 +222,14 @@ TEST_CASE("several new tokens per sequence: the rows' window, the plan's span an
   a.q_len = 4;
   const auto plan = pagedattn::detail::make_plan<pagedattn::PagedAttentionPolicySm90>(a, 132);
   CHECK(plan.head_split.head_parts == 1);
-  CHECK(plan.head_split.heads_per_part == 24);
-  CHECK(plan.head_split.max_heads == 32);
+  CHECK(plan.head_split.rows_per_part == 24);
+  CHECK(plan.head_split.kernel_rows == 32);
   const auto plan_1 = pagedattn::detail::make_plan<pagedattn::PagedAttentionPolicySm90>(valid_arguments(), 132);
-  CHECK(plan_1.head_split.max_heads <= 8); // one new token, a group of up to 8: the tile of 8 rows, as before
+  CHECK(plan_1.head_split.kernel_rows <= 8); // one new token, a group of up to 8: the tile of 8 rows, as before
   CHECK(pagedattn::detail::head_split(24, 8).head_parts == 3);
-  CHECK(pagedattn::detail::head_split(24, 8).max_heads == 8);
+  CHECK(pagedattn::detail::head_split(24, 8).kernel_rows == 8);
   CHECK(pagedattn::detail::head_split(64, 32).head_parts == 2);
-  CHECK(pagedattn::detail::head_split(64, 32).max_heads == 32);
+  CHECK(pagedattn::detail::head_split(64, 32).kernel_rows == 32);
 }
 
 namespace {

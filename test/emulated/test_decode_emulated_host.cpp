@@ -309,7 +309,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   using Chain = SinglePolicyChain<Policy>;
   auto run_heads = [&](auto persistent_tag, auto rows_tag) {
     constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
-    switch (plan.head_split.max_heads)
+    switch (plan.head_split.kernel_rows)
     {
     case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R, Variant>{}); break;
     case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R, Variant>{}); break;

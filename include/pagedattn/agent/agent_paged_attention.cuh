@@ -38,16 +38,16 @@ __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; 
 /// must agree), else in vLLM's layout: each fold reads one of them. Variant: a DecodeVariant, the score
 /// variant both folds and the sinks call and the epilogue each output element passes through
 /// (agent/decode_variant.cuh).
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
           class Variant = DecodeVariant<>>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
-                                  PartitionFoldTensorCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows, typename Variant::Score>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxHeads, Policy, KvT, TokenRows, typename Variant::Score>>;
-  using Combine = AgentPartitionCombine<HeadDim, MaxHeads, block_threads>;
-  using SliceCombine = AgentSliceCombine<HeadDim, MaxHeads, block_threads>;
+                                  PartitionFoldTensorCore<T, HeadDim, MaxRows, Policy, KvT, TokenRows, typename Variant::Score>,
+                                  PartitionFoldCudaCore<T, HeadDim, MaxRows, Policy, KvT, TokenRows, typename Variant::Score>>;
+  using Combine = AgentPartitionCombine<HeadDim, MaxRows, block_threads>;
+  using SliceCombine = AgentSliceCombine<HeadDim, MaxRows, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
@@ -58,8 +58,8 @@ public:
 
   /// The block's partial: stats [heads][2] (max score, exp sum), values [heads][HeadDim].
   struct PartialStorage {
-    float stats[MaxHeads * 2];
-    alignas(16) float values[MaxHeads * HeadDim];
+    float stats[MaxRows * 2];
+    alignas(16) float values[MaxRows * HeadDim];
   };
   /// The tensor-core fold is done with its storage (the K/V stages) before it writes the partial, so the
   /// partial and the combine's scratch reuse it: 8 KB less per block at head 256 (a third block per SM
@@ -192,8 +192,8 @@ private:
     const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
     const int head_part = k - kv_head * p_.head_parts;
     const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.plan.window_left, p_.block_size) : 0;
-    const int first_row = head_part * p_.heads_per_part;
-    return {seq, kv_head, first_row, detail::min_int(p_.heads_per_part, p_.q_len * p_.gqa_ratio - first_row),
+    const int first_row = head_part * p_.rows_per_part;
+    return {seq, kv_head, first_row, detail::min_int(p_.rows_per_part, p_.q_len * p_.gqa_ratio - first_row),
             fold_start + item.partition * partition_tokens};
   }
 

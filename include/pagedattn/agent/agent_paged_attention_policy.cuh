@@ -60,7 +60,7 @@ inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2
                                           (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
 
 /// Query rows (QueryRow: heads x new tokens) one thread block folds at most: the tensor-core tile's four
-/// n-tiles (BlockTileTensorCore), the CUDA-core fold's max_heads_per_block (its partials live in registers).
+/// n-tiles (BlockTileTensorCore), the CUDA-core fold's max_cuda_core_rows (its partials live in registers).
 template <class T, class Policy, class KvT = T>
 inline constexpr int max_rows_per_block = uses_tensor_cores<T, Policy, KvT> ? 32 : 8;
 } // namespace detail

@@ -49,11 +49,11 @@ struct CombineTiming {
 };
 } // namespace detail
 
-template <int HeadDim, int MaxHeads, int BlockThreads>
+template <int HeadDim, int MaxRows, int BlockThreads>
 class AgentPartitionCombine {
   static_assert(HeadDim % 4 == 0, "values move as float4");
   static constexpr int vectors_per_head = HeadDim / 4;
-  static constexpr int max_vectors = MaxHeads * vectors_per_head;
+  static constexpr int max_vectors = MaxRows * vectors_per_head;
   static constexpr int vectors_per_thread = ceil_div(max_vectors, BlockThreads);
 
 public:
@@ -63,13 +63,13 @@ public:
   /// tokens per sequence) one: a thread holds the running value of its columns and a batch's in registers,
   /// (1 + fold_batch) x vectors_per_thread float4, 16 each at 32 rows of head 256 (batches of 2 and 3
   /// spilled and ran slower: bench/NOTES.md, "The combine: fold tree and look-back").
-  static constexpr int fold_batch = MaxHeads <= 8 ? partition_group_size + 1 : 1;
+  static constexpr int fold_batch = MaxRows <= 8 ? partition_group_size + 1 : 1;
 
   struct TempStorage {
-    float max_score[MaxHeads];
-    float exp_sum[MaxHeads];
-    float2 staged_stats[fold_batch][MaxHeads];     ///< (max score, exp sum) of the batch's partials
-    SoftmaxRescale rescale[fold_batch][MaxHeads];  ///< the factors of each fold step of the batch
+    float max_score[MaxRows];
+    float exp_sum[MaxRows];
+    float2 staged_stats[fold_batch][MaxRows];     ///< (max score, exp sum) of the batch's partials
+    SoftmaxRescale rescale[fold_batch][MaxRows];  ///< the factors of each fold step of the batch
     int lookback_start;
     int last_arrival;
   };
@@ -221,7 +221,7 @@ private:
   template <class Src>
   PAGEDATTN_DEVICE void FoldBatch(Src src, int first, int count, bool fresh)
   {
-    static_assert(fold_batch * MaxHeads <= BlockThreads, "one thread per staged statistic");
+    static_assert(fold_batch * MaxRows <= BlockThreads, "one thread per staged statistic");
     // 1. every partial's statistics (one per thread) and this thread's float4 share of every partial's
     //    values: all loads are issued before the first use of any, so the batch costs one round trip
     const int stat_q = static_cast<int>(threadIdx.x) / heads_, stat_h = static_cast<int>(threadIdx.x) % heads_;

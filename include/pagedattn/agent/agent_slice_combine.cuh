@@ -20,18 +20,18 @@ namespace pagedattn {
 /// memory); a launch with longer segments combines by look-back.
 inline constexpr int one_wave_max_partitions = 128;
 
-template <int HeadDim, int MaxHeads, int BlockThreads>
+template <int HeadDim, int MaxRows, int BlockThreads>
 class AgentSliceCombine {
   static_assert(HeadDim % 4 == 0, "values move as float4");
   static constexpr int vectors_per_head = HeadDim / 4;
-  static constexpr int max_vectors = MaxHeads * vectors_per_head;
+  static constexpr int max_vectors = MaxRows * vectors_per_head;
   static constexpr int group_size = partition_group_size;
 
-  /// The staging a segment of P partitions needs: the factors of every step (P x MaxHeads SoftmaxRescale,
+  /// The staging a segment of P partitions needs: the factors of every step (P x MaxRows SoftmaxRescale,
   /// 16-byte aligned), then the slice's group values (ceil(V / P) vectors x ceil(P / group_size) groups of
   /// float4). Laid out per launch, so that the storage is the largest sum over P, not the sum of the
   /// largest (at 32 rows of head 256: 53 KB instead of 65 KB, a block under sm_86's 99 KB).
-  PAGEDATTN_HOST_DEVICE static constexpr int step_bytes(int parts) { return ceil_div(parts * MaxHeads * static_cast<int>(sizeof(SoftmaxRescale)), 16) * 16; }
+  PAGEDATTN_HOST_DEVICE static constexpr int step_bytes(int parts) { return ceil_div(parts * MaxRows * static_cast<int>(sizeof(SoftmaxRescale)), 16) * 16; }
   static constexpr int staging_bytes(int parts)
   {
     return step_bytes(parts) + ceil_div(max_vectors, parts) * ceil_div(parts, group_size) * static_cast<int>(sizeof(float4));
@@ -48,8 +48,8 @@ public:
   static constexpr int max_groups = max_partitions / group_size;
 
   struct TempStorage {
-    float2 group_stats[max_groups][MaxHeads];          ///< (max score, exp sum) of every group aggregate
-    SoftmaxRescale group_step[max_groups][MaxHeads];   ///< factors folding group g into the segment (g > 0)
+    float2 group_stats[max_groups][MaxRows];          ///< (max score, exp sum) of every group aggregate
+    SoftmaxRescale group_step[max_groups][MaxRows];   ///< factors folding group g into the segment (g > 0)
     /// The factors folding partition q into its group (q not first), [q][head], then the slice's vectors of
     /// every group aggregate (staging_bytes; Step and GroupValues).
     alignas(16) unsigned char staging[max_staging_bytes()];
@@ -239,7 +239,7 @@ private:
   int heads_;
 
   /// The factors folding partition q into its group, for head h (TempStorage::staging).
-  PAGEDATTN_DEVICE SoftmaxRescale& Step(int q, int h) const { return reinterpret_cast<SoftmaxRescale*>(temp_.staging)[q * MaxHeads + h]; }
+  PAGEDATTN_DEVICE SoftmaxRescale& Step(int q, int h) const { return reinterpret_cast<SoftmaxRescale*>(temp_.staging)[q * MaxRows + h]; }
   /// The slice's group values of a segment of `parts` partitions, after its factors.
   PAGEDATTN_DEVICE float4* GroupValues(int parts) const { return reinterpret_cast<float4*>(temp_.staging + step_bytes(parts)); }
 

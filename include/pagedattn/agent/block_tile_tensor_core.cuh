@@ -69,7 +69,7 @@ namespace pagedattn {
 template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T, int Rows = 8, class ScoreVariant = DefaultScoreVariant>
 class BlockTileTensorCore {
 public:
-  static constexpr int max_heads = Rows;      ///< query rows (a multiple of the mma's n = 8)
+  static constexpr int max_rows = Rows;      ///< query rows (a multiple of the mma's n = 8)
   static constexpr int n_tiles = Rows / 8;
   static constexpr int block_threads = Warps * warp_threads;
   static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
@@ -88,32 +88,32 @@ public:
   static constexpr bool fp8_value_rows = fp8_cache && Stage::Layout::value_rows;
   /// Elements per P row: conflict-free B reads (4 bytes per lane: + 8; fp8's 8 bytes per lane: + 16).
   static constexpr int p_stride = tile_tokens + (fp8_cache ? 16 : 8);
-  static constexpr int heads_per_warp = max_heads / Warps;          ///< softmax heads of a warp
-  static constexpr int lanes_per_head = warp_threads / heads_per_warp;
+  static constexpr int rows_per_warp = max_rows / Warps;          ///< softmax rows of a warp
+  static constexpr int lanes_per_head = warp_threads / rows_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
   using Row = typename ScoreVariant::Row;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
   static_assert(Rows % 8 == 0 && Rows <= 32, "rows: n-tiles of 8, up to 4");
   static_assert(HeadDim % 8 == 0 && (!is_fp8<KvT> || HeadDim % 16 == 0), "a head of whole 16-byte vectors of the cache");
-  static_assert(Warps >= 1 && Warps <= 4 && max_heads % Warps == 0 && warp_threads % heads_per_warp == 0 && tokens_per_lane >= 2,
+  static_assert(Warps >= 1 && Warps <= 4 && max_rows % Warps == 0 && warp_threads % rows_per_warp == 0 && tokens_per_lane >= 2,
                 "the warps split the heads evenly, a power of two per warp, >= 2 tokens per lane");
 
   struct TempStorage {
-    alignas(16) float scores[Warps][max_heads][score_stride]; ///< each warp's partial S (head-major)
-    alignas(16) T p[max_heads][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
-    float alpha[max_heads];                                   ///< each head's rescale factor of the running output
+    alignas(16) float scores[Warps][max_rows][score_stride]; ///< each warp's partial S (head-major)
+    alignas(16) T p[max_rows][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
+    float alpha[max_rows];                                   ///< each head's rescale factor of the running output
     /// What the variant keeps of each row (rows past the work's: Row{}, which sees nothing), set by StoreRows
     /// before the first tile: read where the softmax needs it, it holds no register through the tile loop
     /// (the persistent kernel at head 256 spilled 80 bytes more with a window's first position in a register).
-    Row row[max_heads];
+    Row row[max_rows];
   };
 
-  /// Threads 0 .. max_heads - 1: the variant's rows (StoreRows' callers sync before Consume).
+  /// Threads 0 .. max_rows - 1: the variant's rows (StoreRows' callers sync before Consume).
   static PAGEDATTN_DEVICE void StoreRows(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
                                          const PartitionWork& work)
   {
     const int r = threadIdx.x;
-    if (r < max_heads)
+    if (r < max_rows)
     {
       temp.row[r] = r < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r)) : Row{};
       if (r >= work.rows) // a row past the work's: its softmax may be skipped (Consume), so its P and factor are 0
@@ -268,7 +268,7 @@ public:
     // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
     // (A warp whose heads are a whole n-tile past the work's rows skips it: their P stays the zero
     // StoreRows wrote, which that n-tile's PV mma reads.)
-    if (heads_per_warp < 8 || live_n_tile(warp * heads_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
+    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
     __syncthreads();
 
     // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
@@ -435,7 +435,7 @@ public:
         }
       }
     }
-    const int sh = warp * heads_per_warp + lane / lanes_per_head;
+    const int sh = warp * rows_per_warp + lane / lanes_per_head;
     if (lane % lanes_per_head == 0 && sh < heads_)
     {
       stats[2 * sh] = max_score_;
@@ -461,7 +461,7 @@ private:
   /// lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1; writes P and the heads' rescale factors.
   PAGEDATTN_DEVICE void Softmax(int token0, int end_token, int warp, int lane)
   {
-    const int sh = warp * heads_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
+    const int sh = warp * rows_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
     float score[tokens_per_lane];
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e) { score[e] = 0.f; }

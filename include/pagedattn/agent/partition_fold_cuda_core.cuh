@@ -12,13 +12,13 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
           class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxHeads, warps, Policy, KvT, TokenRows, ScoreVariant>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxRows, warps, Policy, KvT, TokenRows, ScoreVariant>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 
@@ -64,7 +64,7 @@ public:
 
     Reduce reduce(temp.phase.reduce);
 #pragma unroll
-    for (int g = 0; g < MaxHeads; ++g)
+    for (int g = 0; g < MaxRows; ++g)
     {
       if (g >= work.rows) { continue; } // uniform across the block
       const typename Reduce::Stats s = warp_tile.ReduceHead(reduce, g);

@@ -57,7 +57,7 @@ constexpr KvCopy tensor_core_kv_copy(KvCopy policy_copy, bool bulk_copies_compil
   return copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(head_dim, element_bytes) ? KvCopy::bulk_tensor : KvCopy::cp_async;
 }
 
-template <class T, int HeadDim, int MaxHeads, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
           class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldTensorCore {
 public:
@@ -81,7 +81,7 @@ public:
                     sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim, sizeof(KvT))>::Storage),
                 "the host sizes the block's storage with either token-row stage");
   /// Query rows of the tile: one n-tile of 8 (a GQA group of up to 8 heads, one new token), else four.
-  static constexpr int tile_rows = MaxHeads <= 8 ? 8 : 32;
+  static constexpr int tile_rows = MaxRows <= 8 ? 8 : 32;
   /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   /// One with four n-tiles: their scores take registers per slab (2 m-tiles x 4 n-tiles x 4 floats).
@@ -98,7 +98,7 @@ public:
   using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT, tile_rows, ScoreVariant>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
-  static_assert(MaxHeads <= Tile::max_heads, "the tensor-core tile holds at most 32 query rows");
+  static_assert(MaxRows <= Tile::max_rows, "the tensor-core tile holds at most 32 query rows");
 
   /// Cache blocks of a partition: the dispatch keeps partition_tokens / block_size within this.
   static constexpr int max_partition_blocks = Policy::max_partition_blocks;

@@ -30,12 +30,12 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxHeads, int Warps, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, int Warps, class Policy, class KvT = T, bool TokenRows = false,
           class ScoreVariant = DefaultScoreVariant>
 class WarpTileCudaCore {
 public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
-  static constexpr int max_heads = MaxHeads;
+  static constexpr int max_rows = MaxRows;
   static constexpr int x = elements_per_vector<KvT>;
   static constexpr int key_vectors = HeadDim / x;   ///< 16-byte vectors of one key
   static constexpr int v_vectors = tile_tokens / 8; ///< 8-token V vectors per tile (8 = smallest block)
@@ -46,12 +46,12 @@ public:
 
   /// Block-wide: the rows' queries, pre-scaled, fp32, and what the variant keeps of each row.
   struct SharedStorage {
-    alignas(16) float query[MaxHeads][HeadDim];
-    Row row[MaxHeads]; ///< rows past the work's: Row{}, which sees nothing
+    alignas(16) float query[MaxRows][HeadDim];
+    Row row[MaxRows]; ///< rows past the work's: Row{}, which sees nothing
   };
   /// Per-warp scratch of the main loop (may alias other storage after the loop).
   struct LoopStorage {
-    alignas(16) float weights[Warps][MaxHeads][tile_tokens];
+    alignas(16) float weights[Warps][MaxRows][tile_tokens];
   };
 
   /// Block-wide: the rows' queries and variant rows to shared memory. The caller syncs before the first Consume().
@@ -59,7 +59,7 @@ public:
                                            const PartitionWork& work, int block_threads)
   {
     const float scale = p.scale * cache_key_scale(p, work.kv_head);
-    for (int i = threadIdx.x; i < MaxHeads * HeadDim; i += block_threads)
+    for (int i = threadIdx.x; i < MaxRows * HeadDim; i += block_threads)
     {
       const int g = i / HeadDim, d = i % HeadDim;
       float q = 0.f;
@@ -70,7 +70,7 @@ public:
       }
       shared.query[g][d] = q;
     }
-    for (int g = threadIdx.x; g < MaxHeads; g += block_threads)
+    for (int g = threadIdx.x; g < MaxRows; g += block_threads)
     {
       shared.row[g] = g < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g)) : Row{};
     }
@@ -81,7 +81,7 @@ public:
       : shared_(shared), loop_(loop), p_(p), variant_(variant), value_scale_(cache_value_scale(p, kv_head)), rows_(rows)
   {
 #pragma unroll
-    for (int g = 0; g < MaxHeads; ++g) { partial_[g].reset(); }
+    for (int g = 0; g < MaxRows; ++g) { partial_[g].reset(); }
   }
 
   /// Fold tokens [token0, min(token0 + tile_tokens, end_token)) into the warp's partials.
@@ -96,9 +96,9 @@ public:
     const std::int64_t key_vector_stride = TokenRows ? x : static_cast<std::int64_t>(p_.block_size) * x;
 
     // QK: the lane's whole key against every query of the group.
-    float score[MaxHeads];
+    float score[MaxRows];
 #pragma unroll
-    for (int g = 0; g < MaxHeads; ++g) { score[g] = 0.f; }
+    for (int g = 0; g < MaxRows; ++g) { score[g] = 0.f; }
     if (live)
     {
       const KvT* k = p_.key_cache + head_offset + (pos % p_.block_size) * key_token_stride;
@@ -108,7 +108,7 @@ public:
         float kf[x];
         load_vector_as_float(k + ch * key_vector_stride, kf);
 #pragma unroll
-        for (int g = 0; g < MaxHeads; ++g)
+        for (int g = 0; g < MaxRows; ++g)
         {
           if (g < rows_)
           {
@@ -128,7 +128,7 @@ public:
 
     // softmax of the tile per head, relative to the tile maximum, folded in with begin_tile().
 #pragma unroll
-    for (int g = 0; g < MaxHeads; ++g)
+    for (int g = 0; g < MaxRows; ++g)
     {
       if (g < rows_)
       {
@@ -171,7 +171,7 @@ public:
               for (int t = 0; t < 8; ++t) { vf[t] = t < valid ? vf[t] : 0.f; }
             }
 #pragma unroll
-            for (int g = 0; g < MaxHeads; ++g)
+            for (int g = 0; g < MaxRows; ++g)
             {
               if (g < rows_)
               {
@@ -269,7 +269,7 @@ private:
           for (int i = 0; i < items; ++i) { vf[i] = first + i < HeadDim ? ElementTraits<KvT>::to_float(row[i]) : 0.f; }
         }
 #pragma unroll
-        for (int g = 0; g < MaxHeads; ++g)
+        for (int g = 0; g < MaxRows; ++g)
         {
           if (g < rows_)
           {
@@ -287,8 +287,8 @@ private:
   const PagedAttentionParams<T, KvT>& p_;
   const ScoreVariant& variant_;
   const float value_scale_; ///< V's dequantization scale (1 unless the cache is fp8)
-  const int rows_;          ///< the block's query rows (<= MaxHeads)
-  Partial partial_[MaxHeads];
+  const int rows_;          ///< the block's query rows (<= MaxRows)
+  Partial partial_[MaxRows];
 };
 
 } // namespace pagedattn

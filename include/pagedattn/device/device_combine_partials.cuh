@@ -18,12 +18,12 @@
 namespace pagedattn {
 
 struct DeviceCombinePartials {
-  template <int HeadDim, int MaxHeads = 8>
+  template <int HeadDim, int MaxRows = 8>
   static cudaError_t Combine(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
                              const float* d_partial_values, const int* d_num_partitions, float* d_output, int num_segments,
                              int max_partitions, int heads, cudaStream_t stream = 0)
   {
-    return detail::dispatch_combine_partials<HeadDim, MaxHeads>(d_temp_storage, temp_storage_bytes, d_partial_stats, d_partial_values,
+    return detail::dispatch_combine_partials<HeadDim, MaxRows>(d_temp_storage, temp_storage_bytes, d_partial_stats, d_partial_values,
                                                                  d_num_partitions, d_output, num_segments, max_partitions, heads,
                                                                  detail::PartitionCombineAlgorithm::single_pass, stream, {});
   }

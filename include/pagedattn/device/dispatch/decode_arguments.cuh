@@ -90,7 +90,7 @@ inline constexpr int supported_block_sizes[] = {8, 16, 32};
 /// Query rows (heads x new tokens) one thread block of the CUDA-core fold computes at most (the tensor-core
 /// tile: 32, detail::max_rows_per_block); a KV head's larger set of rows (q_len x its GQA group) is split into
 /// head parts, each of which reads the KV head's cache again.
-inline constexpr int max_heads_per_block = 8;
+inline constexpr int max_cuda_core_rows = 8;
 /// The most new tokens per sequence (DecodeArguments::q_len).
 inline constexpr int max_q_len = 8;
 

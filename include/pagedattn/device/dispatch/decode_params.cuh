@@ -46,7 +46,7 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, Variants.
   p.output_seq_stride = a.output_seq_stride ? a.output_seq_stride : std::int64_t(a.num_heads) * a.head_size;
   p.output_head_stride = a.output_head_stride ? a.output_head_stride : a.head_size;
   p.error_count = a.error_count;
-  p.heads_per_part = plan.head_split.heads_per_part;
+  p.rows_per_part = plan.head_split.rows_per_part;
   p.head_parts = plan.head_split.head_parts;
   p.gqa_ratio = a.num_heads / a.num_kv_heads;
   p.plan = DecodePlanParams{a.seq_lens,

@@ -21,7 +21,14 @@ namespace detail {
 
 // ---- the arguments ---------------------------------------------------------------------------------------
 
-inline bool is_supported_block_size(int b) { return b == 8 || b == 16 || b == 32; }
+inline bool is_supported_block_size(int b)
+{
+  for (const int supported : supported_block_sizes)
+  {
+    if (b == supported) { return true; }
+  }
+  return false;
+}
 
 template <int... HeadDims>
 std::string list_head_dims(std::integer_sequence<int, HeadDims...>)
@@ -36,12 +43,12 @@ bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return 
 
 /// How a KV head's query rows (its GQA group's heads x the new tokens, QueryRow) are split over thread blocks.
 struct HeadSplit {
-  int head_parts;     ///< blocks per (sequence, KV head, partition)
-  int heads_per_part; ///< query rows per block (the last part may have fewer)
-  int max_heads;      ///< the kernel instantiation: 1, 4 or 8 rows (the CUDA-core fold), 8 or 32 (the tensor-core tile)
+  int head_parts;    ///< blocks per (sequence, KV head, partition)
+  int rows_per_part; ///< query rows per block (the last part may have fewer)
+  int kernel_rows;   ///< the kernel instantiation's rows: 1, 4 or 8 (the CUDA-core fold), 8 or 32 (the tensor-core tile)
 };
 /// rows: q_len x gqa_ratio; max_rows: a block's most (max_rows_per_block of the policy: 8 or 32).
-inline HeadSplit head_split(int rows, int max_rows = max_heads_per_block)
+inline HeadSplit head_split(int rows, int max_rows = max_cuda_core_rows)
 {
   const int parts = (rows + max_rows - 1) / max_rows;
   const int per_part = (rows + parts - 1) / parts;
@@ -277,7 +284,7 @@ DecodePlan make_plan(const DecodeArguments<T, KvT, Variants...>& a, int sm_count
   // Any length under the bound is planned over at most span_bound tokens (max_seq_len without a window).
   const int span_bound = window_span_bound(a.max_seq_len, rows_window_left(a.window_left, a.q_len), a.block_size);
   plan.capacity = schedule_capacity(plan.model, plan.num_segments, span_bound, a.partition_tokens, plan.host_tokens, partition_group_size);
-  plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.heads_per_part, a.head_size);
+  plan.layout = PartitionCombineLayout::for_slots(plan.capacity.items, plan.capacity.groups, plan.head_split.rows_per_part, a.head_size);
   plan.temp_bytes = plan.layout.total_bytes;
   // A segment's partitions: at most those of the span bound at the smallest size the device may choose, and
   // at most what the storage leaves it when every other segment has one item.

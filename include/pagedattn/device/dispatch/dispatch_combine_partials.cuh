@@ -48,10 +48,10 @@ PAGEDATTN_DEVICE void debug_delay(unsigned max_ns, std::size_t slot)
   while (arch::global_timer_ns() < until) { arch::sleep_ns(100); }
 }
 
-template <int HeadDim, int MaxHeads>
+template <int HeadDim, int MaxRows>
 struct CombineStaging {
-  float stats[MaxHeads * 2];
-  alignas(16) float values[MaxHeads * HeadDim];
+  float stats[MaxRows * 2];
+  alignas(16) float values[MaxRows * HeadDim];
 
   /// Copy the input partial at `slot` into shared memory (all threads; ends with a barrier).
   PAGEDATTN_DEVICE void load(const CombinePartialsParams& p, std::size_t slot)
@@ -88,12 +88,12 @@ PAGEDATTN_DEVICE int checked_partitions(const CombinePartialsParams& p, int segm
 
 PAGEDATTN_DEVICE float quiet_nan() { return __int_as_float(0x7fc00000); }
 
-template <int HeadDim, int MaxHeads, bool Debug>
+template <int HeadDim, int MaxRows, bool Debug>
 __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_kernel(CombinePartialsParams p)
 {
-  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  using Agent = AgentPartitionCombine<HeadDim, MaxRows, combine_block_threads>;
   __shared__ typename Agent::TempStorage temp;
-  __shared__ CombineStaging<HeadDim, MaxHeads> own;
+  __shared__ CombineStaging<HeadDim, MaxRows> own;
   __shared__ unsigned ticket;
   if (threadIdx.x == 0) { ticket = arch::atomic_fetch_add(p.state.ticket, 1u); }
   __syncthreads();
@@ -110,12 +110,12 @@ __global__ void __launch_bounds__(combine_block_threads) single_pass_combine_ker
                            Debug && p.debug.timing ? p.debug.timing + segment : nullptr);
 }
 
-template <int HeadDim, int MaxHeads, bool Debug>
+template <int HeadDim, int MaxRows, bool Debug>
 __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel(CombinePartialsParams p)
 {
-  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  using Agent = AgentPartitionCombine<HeadDim, MaxRows, combine_block_threads>;
   __shared__ typename Agent::TempStorage temp;
-  __shared__ CombineStaging<HeadDim, MaxHeads> own;
+  __shared__ CombineStaging<HeadDim, MaxRows> own;
   const int segment = blockIdx.x / p.max_partitions, partition = blockIdx.x % p.max_partitions;
   if (partition >= checked_partitions(p, segment)) { return; }
   own.load(p, blockIdx.x);
@@ -123,10 +123,10 @@ __global__ void __launch_bounds__(combine_block_threads) store_aggregates_kernel
   Agent(temp, p.heads).StoreAggregate(p.state, p.state.slots(segment), partition, own.stats, own.values);
 }
 
-template <int HeadDim, int MaxHeads>
+template <int HeadDim, int MaxRows>
 __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(CombinePartialsParams p)
 {
-  using Agent = AgentPartitionCombine<HeadDim, MaxHeads, combine_block_threads>;
+  using Agent = AgentPartitionCombine<HeadDim, MaxRows, combine_block_threads>;
   __shared__ typename Agent::TempStorage temp;
   const int segment = blockIdx.x;
   const int num_partitions = checked_partitions(p, segment);
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(combine_block_threads) fold_segments_kernel(Co
 
 /// The facade's work (algorithm single_pass, Debug false), and the tests' and benchmarks' entry for the
 /// two-kernel comparison and, with Debug, the hooks (compiled into the Debug kernels only).
-template <int HeadDim, int MaxHeads, bool Debug = false>
+template <int HeadDim, int MaxRows, bool Debug = false>
 cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_storage_bytes, const float* d_partial_stats,
                                       const float* d_partial_values, const int* d_num_partitions, float* d_output,
                                       int num_segments, int max_partitions, int heads, PartitionCombineAlgorithm algorithm,
@@ -153,9 +153,9 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
   }
   if (num_segments < 0) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: num_segments must be >= 0"); }
   if (max_partitions < 1) { return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: max_partitions must be >= 1"); }
-  if (heads < 1 || heads > MaxHeads)
+  if (heads < 1 || heads > MaxRows)
   {
-    return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: heads must be in [1, " + std::to_string(MaxHeads) + "], got " + std::to_string(heads));
+    return fail(cudaErrorInvalidValue, "pagedattn::DeviceCombinePartials: heads must be in [1, " + std::to_string(MaxRows) + "], got " + std::to_string(heads));
   }
   const PartitionCombineLayout layout(static_cast<std::size_t>(num_segments), max_partitions, heads, HeadDim);
   if (d_temp_storage == nullptr)
@@ -183,12 +183,12 @@ cudaError_t dispatch_combine_partials(void* d_temp_storage, std::size_t& temp_st
     // The init pass: ticket, arrival counters and statuses back to zero, in the stream (captured by CUDA
     // graphs too).
     PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(d_temp_storage, 0, layout.reset_bytes, stream), "cudaMemsetAsync(group status)"));
-    single_pass_combine_kernel<HeadDim, MaxHeads, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
+    single_pass_combine_kernel<HeadDim, MaxRows, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
     return check_cuda(cudaGetLastError(), "single_pass_combine_kernel launch");
   }
-  store_aggregates_kernel<HeadDim, MaxHeads, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
+  store_aggregates_kernel<HeadDim, MaxRows, Debug><<<blocks, combine_block_threads, 0, stream>>>(p);
   PAGEDATTN_RETURN_IF_ERROR(check_cuda(cudaGetLastError(), "store_aggregates_kernel launch"));
-  fold_segments_kernel<HeadDim, MaxHeads><<<num_segments, combine_block_threads, 0, stream>>>(p);
+  fold_segments_kernel<HeadDim, MaxRows><<<num_segments, combine_block_threads, 0, stream>>>(p);
   return check_cuda(cudaGetLastError(), "fold_segments_kernel launch");
 }
 

@@ -29,14 +29,14 @@ constexpr bool has_token_rows(CacheLayoutList<Layouts...>) { return ((Layouts !=
 template <CacheLayout... Layouts>
 constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts == CacheLayout::vllm) || ...); }
 
-/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, max_heads, token_rows): 1, 4 or 8 rows
+/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, kernel_rows, token_rows): 1, 4 or 8 rows
 /// for the CUDA-core fold; the tensor-core tile computes n-tiles of 8 rows (the mma's n): one instantiation
 /// of 8 serves every GQA group of up to 8 with one new token, one of 32 larger sets of rows (rows past the
 /// set compute on zero queries: BlockTileTensorCore). Caches in token rows take kernels of their own (both folds read them differently),
 /// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
 /// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
 template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
-cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int max_heads, bool token_rows, F&& f)
+cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int kernel_rows, bool token_rows, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
   auto with_staging = [&](auto head_dim, auto rows) {
@@ -44,11 +44,11 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     constexpr bool R = decltype(rows)::value;
     if constexpr (uses_tensor_cores<T, Policy, KvT>)
     {
-      if (max_heads <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+      if (kernel_rows <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
       else { result = f(DecodeKernel<T, D, 32, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
     }
-    else if (max_heads == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
-    else if (max_heads == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+    else if (kernel_rows == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+    else if (kernel_rows == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
     else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
   };
   auto for_head_dim = [&](auto head_dim) {
@@ -111,9 +111,9 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     const bool token_rows = a.cache_layout != CacheLayout::vllm;
     if (capturing || loose_bound(plan))
     {
-      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
+      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, token_rows, launch);
     }
-    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.max_heads, token_rows, launch);
+    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, token_rows, launch);
   });
 }
 
