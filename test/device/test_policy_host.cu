@@ -178,15 +178,20 @@ TEST_CASE("GQA head tiling: groups of up to 8 heads per block, instantiations 1,
   for (int ratio = 1; ratio <= 32; ++ratio)
   {
     INFO("ratio " << ratio);
-    const auto t = pagedattn::detail::head_split(ratio);
+    const auto t = pagedattn::detail::head_split(ratio, pagedattn::detail::CudaCoreRowCounts{});
     CHECK(t.rows_per_part <= t.kernel_rows);
     CHECK(t.kernel_rows <= pagedattn::max_cuda_core_rows);
     CHECK(t.head_parts * t.rows_per_part >= ratio);
     CHECK((t.head_parts - 1) * t.rows_per_part < ratio); // no empty tile
   }
-  CHECK(pagedattn::detail::head_split(6).head_parts == 1);
-  CHECK(pagedattn::detail::head_split(8).head_parts == 1);
-  CHECK(pagedattn::detail::head_split(16).head_parts == 2);
+  CHECK(pagedattn::detail::head_split(6, pagedattn::detail::CudaCoreRowCounts{}).head_parts == 1);
+  CHECK(pagedattn::detail::head_split(8, pagedattn::detail::CudaCoreRowCounts{}).head_parts == 1);
+  CHECK(pagedattn::detail::head_split(16, pagedattn::detail::CudaCoreRowCounts{}).head_parts == 2);
+  // Each part's kernel: the smallest instantiation of the path that holds it.
+  const int cuda_core[][2] = {{1, 1}, {2, 4}, {4, 4}, {5, 8}, {7, 8}, {9, 8}, {12, 8}};        // (rows, kernel rows)
+  const int tensor_core[][2] = {{1, 8}, {8, 8}, {9, 32}, {24, 32}, {33, 32}, {64, 32}, {65, 32}}; // (rows, kernel rows)
+  for (const auto& [rows, kernel] : cuda_core) { CHECK(pagedattn::detail::head_split(rows, pagedattn::detail::CudaCoreRowCounts{}).kernel_rows == kernel); }
+  for (const auto& [rows, kernel] : tensor_core) { CHECK(pagedattn::detail::head_split(rows, pagedattn::detail::TensorCoreRowCounts{}).kernel_rows == kernel); }
 }
 
 TEST_CASE("several new tokens per sequence: the rows' window, the plan's span and head parts", "[policy][host][q_len]")
@@ -225,11 +230,11 @@ TEST_CASE("several new tokens per sequence: the rows' window, the plan's span an
   CHECK(plan.head_split.rows_per_part == 24);
   CHECK(plan.head_split.kernel_rows == 32);
   const auto plan_1 = pagedattn::detail::make_plan<pagedattn::PagedAttentionPolicySm90>(valid_arguments(), 132);
-  CHECK(plan_1.head_split.kernel_rows <= 8); // one new token, a group of up to 8: the tile of 8 rows, as before
-  CHECK(pagedattn::detail::head_split(24, 8).head_parts == 3);
-  CHECK(pagedattn::detail::head_split(24, 8).kernel_rows == 8);
-  CHECK(pagedattn::detail::head_split(64, 32).head_parts == 2);
-  CHECK(pagedattn::detail::head_split(64, 32).kernel_rows == 32);
+  CHECK(plan_1.head_split.kernel_rows == 8); // one new token, a group of up to 8: the tile of 8 rows, as before
+  CHECK(pagedattn::detail::head_split(24, pagedattn::detail::CudaCoreRowCounts{}).head_parts == 3);
+  CHECK(pagedattn::detail::head_split(24, pagedattn::detail::CudaCoreRowCounts{}).kernel_rows == 8);
+  CHECK(pagedattn::detail::head_split(64, pagedattn::detail::TensorCoreRowCounts{}).head_parts == 2);
+  CHECK(pagedattn::detail::head_split(64, pagedattn::detail::TensorCoreRowCounts{}).kernel_rows == 32);
 }
 
 namespace {

@@ -309,12 +309,9 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   using Chain = SinglePolicyChain<Policy>;
   auto run_heads = [&](auto persistent_tag, auto rows_tag) {
     constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
-    switch (plan.head_split.kernel_rows)
-    {
-    case 1: run(detail::DecodeKernel<T, HeadDim, 1, Chain, Policy, P, KvT, R, Variant>{}); break;
-    case 4: run(detail::DecodeKernel<T, HeadDim, 4, Chain, Policy, P, KvT, R, Variant>{}); break;
-    default: run(detail::DecodeKernel<T, HeadDim, 8, Chain, Policy, P, KvT, R, Variant>{}); break;
-    }
+    detail::with_row_count(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
+      run(detail::DecodeKernel<T, HeadDim, decltype(rows)::value, Chain, Policy, P, KvT, R, Variant>{});
+    });
   };
   auto run_layout = [&](auto persistent_tag) {
     if (prob.shape.layout != CacheLayout::vllm) { run_heads(persistent_tag, std::true_type{}); }

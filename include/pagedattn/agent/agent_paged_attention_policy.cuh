@@ -5,6 +5,7 @@
 // member has a default that is valid on every architecture (the CUDA-core fold, the seeds' partitions).
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <pagedattn/util_arch.cuh>
 #include <pagedattn/util_fp8.cuh>
@@ -59,10 +60,46 @@ template <class T, class Policy, class KvT = T>
 inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2 && warp_threads == 32 &&
                                           (std::is_same_v<KvT, T> || (is_fp8<KvT> && Policy::kv_copy != KvCopy::cp_async));
 
-/// Query rows (QueryRow: heads x new tokens) one thread block folds at most: the tensor-core tile's four
-/// n-tiles (BlockTileTensorCore), the CUDA-core fold's max_cuda_core_rows (its partials live in registers).
+/// The query-row counts (QueryRow: heads x new tokens) the decode kernels are instantiated for, their MaxRows,
+/// increasing: the CUDA-core fold's partials live in registers, so it has kernels of 1, 4 and 8 rows; the
+/// tensor-core tile computes n-tiles of 8 rows (the mma's n), in kernels of 8 and 32 (rows past a block's
+/// compute on zero queries: BlockTileTensorCore). The plan picks one (head_split), the dispatch runs it.
+using CudaCoreRowCounts = std::integer_sequence<int, 1, 4, 8>;
+using TensorCoreRowCounts = std::integer_sequence<int, 8, 32>;
 template <class T, class Policy, class KvT = T>
-inline constexpr int max_rows_per_block = uses_tensor_cores<T, Policy, KvT> ? 32 : 8;
+using KernelRowCounts = std::conditional_t<uses_tensor_cores<T, Policy, KvT>, TensorCoreRowCounts, CudaCoreRowCounts>;
+
+/// The largest of the counts.
+template <int... Counts>
+constexpr int largest_row_count(std::integer_sequence<int, Counts...>)
+{
+  constexpr int counts[] = {Counts...};
+  return counts[sizeof...(Counts) - 1];
+}
+/// The smallest of the counts that holds `rows` (0 where none does).
+template <int... Counts>
+constexpr int smallest_row_count_holding(std::integer_sequence<int, Counts...>, int rows)
+{
+  int chosen = 0;
+  const auto consider = [&](int count) {
+    if (chosen == 0 && rows <= count) { chosen = count; }
+  };
+  (consider(Counts), ...);
+  return chosen;
+}
+/// g(std::integral_constant<int, count>{}) where count is one of the counts (nothing where it is none).
+template <int... Counts, class G>
+void with_row_count(std::integer_sequence<int, Counts...>, int count, G&& g)
+{
+  const auto if_count = [&](auto c) {
+    if (count == decltype(c)::value) { g(c); }
+  };
+  (if_count(std::integral_constant<int, Counts>{}), ...);
+}
+
+/// Query rows one thread block folds at most: the tensor-core tile's four n-tiles, the CUDA-core fold's 8.
+template <class T, class Policy, class KvT = T>
+inline constexpr int max_rows_per_block = largest_row_count(KernelRowCounts<T, Policy, KvT>{});
 } // namespace detail
 
 } // namespace pagedattn

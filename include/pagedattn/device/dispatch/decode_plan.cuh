@@ -45,14 +45,17 @@ bool contains_head_dim(std::integer_sequence<int, HeadDims...>, int h) { return 
 struct HeadSplit {
   int head_parts;    ///< blocks per (sequence, KV head, partition)
   int rows_per_part; ///< query rows per block (the last part may have fewer)
-  int kernel_rows;   ///< the kernel instantiation's rows: 1, 4 or 8 (the CUDA-core fold), 8 or 32 (the tensor-core tile)
+  int kernel_rows;   ///< the kernel instantiation's rows: the smallest of the path's KernelRowCounts that holds a part
 };
-/// rows: q_len x gqa_ratio; max_rows: a block's most (max_rows_per_block of the policy: 8 or 32).
-inline HeadSplit head_split(int rows, int max_rows = max_cuda_core_rows)
+static_assert(largest_row_count(CudaCoreRowCounts{}) == max_cuda_core_rows, "the public bound is the CUDA-core kernels' largest");
+/// rows: q_len x gqa_ratio, split into the fewest parts of at most the largest of the counts, as equal as can be.
+template <int... Counts>
+HeadSplit head_split(int rows, std::integer_sequence<int, Counts...> counts)
 {
+  const int max_rows = largest_row_count(counts);
   const int parts = (rows + max_rows - 1) / max_rows;
   const int per_part = (rows + parts - 1) / parts;
-  return {parts, per_part, per_part == 1 ? 1 : per_part <= 4 ? 4 : per_part <= 8 ? 8 : 32};
+  return {parts, per_part, smallest_row_count_holding(counts, per_part)};
 }
 
 template <CacheLayout... Layouts>
@@ -276,7 +279,7 @@ template <class Policy, class T, class KvT, class... Variants>
 DecodePlan make_plan(const DecodeArguments<T, KvT, Variants...>& a, int sm_count)
 {
   DecodePlan plan{};
-  plan.head_split = head_split(a.q_len * (a.num_heads / a.num_kv_heads), max_rows_per_block<T, Policy, KvT>);
+  plan.head_split = head_split(a.q_len * (a.num_heads / a.num_kv_heads), KernelRowCounts<T, Policy, KvT>{});
   plan.segments_per_seq = a.num_kv_heads * plan.head_split.head_parts;
   plan.num_segments = static_cast<std::size_t>(a.num_seqs) * plan.segments_per_seq;
   plan.model = schedule_model<Policy>(a, sm_count);

@@ -29,12 +29,11 @@ constexpr bool has_token_rows(CacheLayoutList<Layouts...>) { return ((Layouts !=
 template <CacheLayout... Layouts>
 constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts == CacheLayout::vllm) || ...); }
 
-/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, kernel_rows, token_rows): 1, 4 or 8 rows
-/// for the CUDA-core fold; the tensor-core tile computes n-tiles of 8 rows (the mma's n): one instantiation
-/// of 8 serves every GQA group of up to 8 with one new token, one of 32 larger sets of rows (rows past the
-/// set compute on zero queries: BlockTileTensorCore). Caches in token rows take kernels of their own (both folds read them differently),
-/// instantiated only where Layouts holds such a layout (HND and NHD share them: they differ in strides only).
-/// validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
+/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, kernel_rows, token_rows): kernel_rows is
+/// one of the path's KernelRowCounts (head_split). Caches in token rows take kernels of their own (both folds
+/// read them differently), instantiated only where Layouts holds such a layout (HND and NHD share them: they
+/// differ in strides only). validate_arguments() has checked head_size against HeadDims, validate_cache_layout()
+/// the layout.
 template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int kernel_rows, bool token_rows, F&& f)
 {
@@ -42,14 +41,9 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
   auto with_staging = [&](auto head_dim, auto rows) {
     constexpr int D = decltype(head_dim)::value;
     constexpr bool R = decltype(rows)::value;
-    if constexpr (uses_tensor_cores<T, Policy, KvT>)
-    {
-      if (kernel_rows <= 8) { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
-      else { result = f(DecodeKernel<T, D, 32, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
-    }
-    else if (kernel_rows == 1) { result = f(DecodeKernel<T, D, 1, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
-    else if (kernel_rows == 4) { result = f(DecodeKernel<T, D, 4, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
-    else { result = f(DecodeKernel<T, D, 8, PolicyChain, Policy, Persistent, KvT, R, Variant>{}); }
+    with_row_count(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
+      result = f(DecodeKernel<T, D, decltype(count)::value, PolicyChain, Policy, Persistent, KvT, R, Variant>{});
+    });
   };
   auto for_head_dim = [&](auto head_dim) {
     if (head_size != decltype(head_dim)::value) { return; }
