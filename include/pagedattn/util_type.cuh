@@ -1,7 +1,8 @@
 #pragma once
 // Element types of the query, caches and output (fp16, bf16, fp32; the caches also fp8, util_fp8.cuh),
 // their conversions to fp32 and the 16-byte vector that a cache load moves (vLLM's x = 16 bytes / element
-// size). bf16 only where the toolkit has it (PAGEDATTN_HAS_BF16, config.cuh).
+// size), and with_one_of (a runtime size to its compile-time instantiation). bf16 only where the toolkit has it
+// (PAGEDATTN_HAS_BF16, config.cuh).
 #include <pagedattn/config.cuh>
 #include <pagedattn/util_fp8.cuh>
 
@@ -9,6 +10,9 @@
 #if PAGEDATTN_HAS_BF16
 #  include <cuda_bf16.h>
 #endif
+
+#include <type_traits>
+#include <utility>
 
 namespace pagedattn {
 
@@ -57,6 +61,17 @@ inline constexpr int elements_per_vector = 16 / static_cast<int>(sizeof(T));
 PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim, int element_bytes) { return head_dim * element_bytes % 16 == 0; }
 template <class KvT>
 PAGEDATTN_HOST_DEVICE constexpr bool head_is_whole_vectors(int head_dim) { return head_is_whole_vectors(head_dim, static_cast<int>(sizeof(KvT))); }
+
+/// g(std::integral_constant<int, value>{}) where value is one of Values (nothing where it is none): a runtime
+/// value (a head size, a kernel's row count) to the compile-time one of its instantiations.
+template <int... Values, class G>
+void with_one_of(std::integer_sequence<int, Values...>, int value, G&& g)
+{
+  const auto if_value = [&](auto c) {
+    if (value == decltype(c)::value) { g(c); }
+  };
+  (if_value(std::integral_constant<int, Values>{}), ...);
+}
 
 /// Load 16 bytes (must be 16-byte aligned) and widen to fp32.
 template <class T>

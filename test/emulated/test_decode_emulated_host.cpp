@@ -309,7 +309,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   using Chain = SinglePolicyChain<Policy>;
   auto run_heads = [&](auto persistent_tag, auto rows_tag) {
     constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
-    detail::with_row_count(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
+    with_one_of(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
       run(detail::DecodeKernel<T, HeadDim, decltype(rows)::value, Chain, Policy, P, KvT, R, Variant>{});
     });
   };

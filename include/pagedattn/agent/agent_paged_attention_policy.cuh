@@ -63,7 +63,8 @@ inline constexpr bool uses_tensor_cores = Policy::tensor_cores && sizeof(T) == 2
 /// The query-row counts (QueryRow: heads x new tokens) the decode kernels are instantiated for, their MaxRows,
 /// increasing: the CUDA-core fold's partials live in registers, so it has kernels of 1, 4 and 8 rows; the
 /// tensor-core tile computes n-tiles of 8 rows (the mma's n), in kernels of 8 and 32 (rows past a block's
-/// compute on zero queries: BlockTileTensorCore). The plan picks one (head_split), the dispatch runs it.
+/// compute on zero queries: BlockTileTensorCore). The plan picks one (head_split), the dispatch runs it
+/// (with_one_of).
 using CudaCoreRowCounts = std::integer_sequence<int, 1, 4, 8>;
 using TensorCoreRowCounts = std::integer_sequence<int, 8, 32>;
 template <class T, class Policy, class KvT = T>
@@ -87,16 +88,6 @@ constexpr int smallest_row_count_holding(std::integer_sequence<int, Counts...>, 
   (consider(Counts), ...);
   return chosen;
 }
-/// g(std::integral_constant<int, count>{}) where count is one of the counts (nothing where it is none).
-template <int... Counts, class G>
-void with_row_count(std::integer_sequence<int, Counts...>, int count, G&& g)
-{
-  const auto if_count = [&](auto c) {
-    if (count == decltype(c)::value) { g(c); }
-  };
-  (if_count(std::integral_constant<int, Counts>{}), ...);
-}
-
 /// Query rows one thread block folds at most: the tensor-core tile's four n-tiles, the CUDA-core fold's 8.
 template <class T, class Policy, class KvT = T>
 inline constexpr int max_rows_per_block = largest_row_count(KernelRowCounts<T, Policy, KvT>{});

@@ -41,12 +41,11 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
   auto with_staging = [&](auto head_dim, auto rows) {
     constexpr int D = decltype(head_dim)::value;
     constexpr bool R = decltype(rows)::value;
-    with_row_count(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
+    with_one_of(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
       result = f(DecodeKernel<T, D, decltype(count)::value, PolicyChain, Policy, Persistent, KvT, R, Variant>{});
     });
   };
-  auto for_head_dim = [&](auto head_dim) {
-    if (head_size != decltype(head_dim)::value) { return; }
+  with_one_of(std::integer_sequence<int, HeadDims...>{}, head_size, [&](auto head_dim) {
     if constexpr (head_is_whole_vectors<KvT>(decltype(head_dim)::value)) // (else refused by validate_arguments)
     {
       if constexpr (has_token_rows(Layouts{}))
@@ -58,8 +57,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
         if (!token_rows) { with_staging(head_dim, std::false_type{}); }
       }
     }
-  };
-  (for_head_dim(std::integral_constant<int, HeadDims>{}), ...);
+  });
   return result;
 }
 
