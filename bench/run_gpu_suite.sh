@@ -3,7 +3,7 @@
 # the benchmarks. Usage, from the repository root, with a build configured for the GPU present
 # (docs/gpu-testing.md):
 #
-#   bash bench/run_gpu_suite.sh BUILD_DIR OUT_DIR [all|tests|sanitizers|bench|ncu]
+#   bash bench/run_gpu_suite.sh BUILD_DIR OUT_DIR [all|tests|sanitizers|bench|ncu|name]
 #
 # Writes to OUT_DIR, each file named after the GPU (NAME: its model, lower case, e.g. h200):
 #   NAME-tests.txt      ctest, every test but the compile and records checks (labels "compile" and "records":
@@ -19,7 +19,7 @@
 #                       (written once the tests and the sanitizers have both run into OUT_DIR)
 #   logs/               every step's full output
 # A part (tests, sanitizers, bench, ncu) runs that step alone: parts run one after another into one OUT_DIR
-# add up to a full run.
+# add up to a full run. Part name prints NAME and runs nothing.
 # Environment: PAGEDATTN_COMMIT names the commit where the source tree is not a git checkout;
 # PAGEDATTN_SEED_KERNEL=FILE.py, the seed Triton V2 kernel as a Python module, adds its timings beside pagedattn's;
 # SANITIZER_TIMEOUT (seconds, default 600) caps each tool's run of each binary (a cut run says rc=124);
@@ -31,7 +31,7 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd) || { echo "run_gpu_suite: no build directory $1" >&2; exit 2; }
 mkdir -p "$2" && OUT=$(cd "$2" && pwd)
 PART=${3:-all}
-case "$PART" in all | tests | sanitizers | bench | ncu) ;; *) echo "run_gpu_suite: unknown part $PART" >&2; exit 2 ;; esac
+case "$PART" in all | tests | sanitizers | bench | ncu | name) ;; *) echo "run_gpu_suite: unknown part $PART" >&2; exit 2 ;; esac
 SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-600}
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
@@ -44,6 +44,7 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 # The model's word (H100 in "NVIDIA H100 80GB HBM3", H200 in "NVIDIA H200"), else the name's last word.
 name=$(echo "${gpu%%,*}" | awk '{for (i = 1; i <= NF; ++i) if ($i ~ /^[A-Za-z]+[0-9][0-9]+/) { sub(/-.*/, "", $i); print tolower($i); exit }
                                 print tolower($NF)}')
+[ "$PART" = name ] && { echo "$name"; exit 0; }
 header() { echo "# $1 on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"; }
 log "device: $gpu; commit $commit; files $OUT/$name*"
 

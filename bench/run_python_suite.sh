@@ -19,7 +19,7 @@ log() { echo "[run_python_suite] $*"; }
 python3 -c "import torch; assert torch.cuda.is_available()" || { log "no torch with CUDA here"; exit 1; }
 commit=${PAGEDATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-name=$(echo "${gpu%%,*}" | awk '{print tolower($NF)}')
+name=$(bash bench/run_gpu_suite.sh "$BUILD" "$OUT" name)
 arch=$(python3 -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())")
 log "device: $gpu; commit $commit; torch $(python3 -c 'import torch; print(torch.__version__)'); arch $arch"
 
