@@ -268,7 +268,7 @@ public:
     // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
     // (A warp whose heads are a whole n-tile past the work's rows skips it: their P stays the zero
     // StoreRows wrote, which that n-tile's PV mma reads.)
-    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax(token0, end_token, warp, lane); }
+    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax<PartialTile>(token0, end_token, warp, lane); }
     __syncthreads();
 
     // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
@@ -458,7 +458,9 @@ private:
   }
 
   /// The online softmax of this warp's heads over the tile's partial scores (Consume, between its barriers):
-  /// lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1; writes P and the heads' rescale factors.
+  /// lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1; writes P and the heads' rescale factors. Only a
+  /// PartialTile has tokens at or past end_token.
+  template <bool PartialTile>
   PAGEDATTN_DEVICE void Softmax(int token0, int end_token, int warp, int lane)
   {
     const int sh = warp * rows_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
@@ -477,13 +479,16 @@ private:
       }
     }
     float tile_max = -INFINITY;
-    const Row& row = temp_.row[sh];
+    // The row in registers for the tile: read from shared memory per token, it cost the fp8 tile 7 % more
+    // instructions (bench/NOTES.md, "Decode variants: soft-cap, sinks, windows, output epilogue").
+    const Row row = temp_.row[sh];
+#pragma unroll
+    for (int e = 0; e < tokens_per_lane; ++e) { score[e] = variant_.Logit(p_, score[e] * score_scale(), row, token0 + t0 + e); }
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
-      const float logit = variant_.Logit(p_, score[e] * score_scale(), row, token);
-      score[e] = token < end_token && variant_.Visible(row, token) ? logit : -INFINITY;
+      score[e] = (!PartialTile || token < end_token) && variant_.Visible(row, token) ? score[e] : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }
 #pragma unroll

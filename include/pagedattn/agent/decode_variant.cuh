@@ -58,7 +58,7 @@ struct DefaultScoreVariant {
   template <class T, class KvT>
   PAGEDATTN_DEVICE float Logit(const PagedAttentionParams<T, KvT>& p, float score, const Row& row, int pos) const
   {
-    if (p.logit_softcap > 0.f) { score = soft_capped_logit(score, p.logit_softcap); }
+    score = soft_capped_logit(score, p.logit_softcap); // (the identity when the cap is off)
     if (p.alibi_slopes) { score = alibi_logit(score, row.slope, pos, row.end); }
     return score;
   }
