@@ -3,7 +3,7 @@
 // at position p by log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1, so that long contexts keep a
 // sharp softmax. It derives from pagedattn::DefaultScoreVariant, keeps the default's soft-cap, ALiBi,
 // window and sinks, and adds one float per query row: its temperature, worked out once per row when a fold
-// starts (MakeRow), then one multiply per score (Logit). examples/score_variant.cu runs it; the emulated
+// starts (MakeRow), then one multiply per score (Logits). examples/score_variant.cu runs it; the emulated
 // decode test checks it against an fp64 reference.
 #include <pagedattn/agent/decode_variant.cuh>
 
@@ -30,9 +30,10 @@ struct QueryTemperature : pagedattn::DefaultScoreVariant {
     return {DefaultScoreVariant::MakeRow(p, row), temperature(row.end - 1)}; // the query sees up to itself
   }
 
-  template <class T, class KvT>
-  PAGEDATTN_DEVICE float Logit(const pagedattn::PagedAttentionParams<T, KvT>& p, float score, const Row& row, int pos) const
+  template <class T, class KvT, int N>
+  PAGEDATTN_DEVICE void Logits(const pagedattn::PagedAttentionParams<T, KvT>& p, float (&score)[N], const Row& row, int pos) const
   {
-    return DefaultScoreVariant::Logit(p, score * row.temperature, row, pos);
+    for (int e = 0; e < N; ++e) { score[e] *= row.temperature; }
+    DefaultScoreVariant::Logits(p, score, row, pos);
   }
 };

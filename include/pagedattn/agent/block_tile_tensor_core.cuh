@@ -15,7 +15,7 @@
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
 //   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
-//       partials of its heads (in warp order), takes their logits (the score variant's mask and Logit:
+//       partials of its heads (in warp order), takes their logits (the score variant's mask and Logits:
 //       agent/decode_variant.cuh), runs their online softmax (it alone keeps their running
 //       max and sum), and writes P and each head's rescale factor to shared memory.
 //   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
@@ -483,7 +483,8 @@ private:
     // instructions (bench/NOTES.md, "Decode variants: soft-cap, sinks, windows, output epilogue").
     const Row row = temp_.row[sh];
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e) { score[e] = variant_.Logit(p_, score[e] * score_scale(), row, token0 + t0 + e); }
+    for (int e = 0; e < tokens_per_lane; ++e) { score[e] *= score_scale(); }
+    variant_.Logits(p_, score, row, token0 + t0);
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {

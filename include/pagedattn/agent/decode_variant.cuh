@@ -17,7 +17,8 @@
 //   using Row = ...;  // what a fold keeps of one query row (in shared memory); Row{} sees no position
 //   template <class T, class KvT> __device__ Row MakeRow(const PagedAttentionParams<T, KvT>&, const QueryRow&) const;
 //   __device__ bool Visible(const Row&, int pos) const;
-//   template <class T, class KvT> __device__ float Logit(const PagedAttentionParams<T, KvT>&, float score, const Row&, int pos) const;
+//   template <class T, class KvT, int N>  // the logits of N consecutive positions pos .. pos + N - 1, in place
+//   __device__ void Logits(const PagedAttentionParams<T, KvT>&, float (&score)[N], const Row&, int pos) const;
 //   template <class T, class KvT> __device__ bool HasSinks(const PagedAttentionParams<T, KvT>&) const;
 //   template <class T, class KvT> __device__ float Sink(const PagedAttentionParams<T, KvT>&, const QueryRow&) const;
 //
@@ -54,13 +55,24 @@ struct DefaultScoreVariant {
     return static_cast<unsigned>(pos - row.first_visible) < static_cast<unsigned>(row.end - row.first_visible);
   }
 
-  /// The logit of a seen position from its scaled score: soft-capped, then ALiBi-biased (each a uniform branch).
-  template <class T, class KvT>
-  PAGEDATTN_DEVICE float Logit(const PagedAttentionParams<T, KvT>& p, float score, const Row& row, int pos) const
+  /// The logits of positions pos .. pos + N - 1 from their scaled scores: soft-capped, then ALiBi-biased. A
+  /// fold passes a lane's run of scores (the tensor-core tile: N = 4 to 16; the CUDA-core tile: 1), so each
+  /// modifier's uniform branch is taken once per run, not per score (per score it cost the fp8 head-128 tile
+  /// 1.3 % more instructions: bench/NOTES.md, "Decode variants: soft-cap, sinks, windows, output epilogue").
+  template <class T, class KvT, int N>
+  PAGEDATTN_DEVICE void Logits(const PagedAttentionParams<T, KvT>& p, float (&score)[N], const Row& row, int pos) const
   {
-    score = soft_capped_logit(score, p.logit_softcap); // (the identity when the cap is off)
-    if (p.alibi_slopes) { score = alibi_logit(score, row.slope, pos, row.end); }
-    return score;
+    const float cap = p.logit_softcap;
+    if (cap > 0.f)
+    {
+#pragma unroll
+      for (int e = 0; e < N; ++e) { score[e] = soft_capped_logit(score[e], cap); }
+    }
+    if (p.alibi_slopes)
+    {
+#pragma unroll
+      for (int e = 0; e < N; ++e) { score[e] = alibi_logit(score[e], row.slope, pos + e, row.end); }
+    }
   }
 
   template <class T, class KvT>

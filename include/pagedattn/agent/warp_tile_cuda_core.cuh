@@ -6,7 +6,7 @@
 //   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
 //       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
-//   softmax: the tile's logits per head (the score variant's mask and Logit: agent/decode_variant.cuh),
+//   softmax: the tile's logits per head (the score variant's mask and Logits: agent/decode_variant.cuh),
 //       relative to the tile maximum (WarpReduceShfl max and sum),
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
@@ -134,8 +134,9 @@ public:
       {
         const Row& row = shared_.row[g];
         const bool visible = live && variant_.Visible(row, pos);
-        float s = -INFINITY;
-        if (visible) { s = variant_.Logit(p_, score[g], row, pos); }
+        float logit[1] = {score[g]};
+        if (visible) { variant_.Logits(p_, logit, row, pos); }
+        const float s = visible ? logit[0] : -INFINITY;
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // -inf when no token of the tile is visible (then e = 0)
         const float e = visible ? expf(s - tile_max) : 0.f;
         const float beta = partial_[g].begin_tile(tile_max, WarpReduceShfl<float>::AllSum(e));
