@@ -3,7 +3,7 @@
 // pagedattn read the large batches at ~93 % of a plain read stream, TensorRT-LLM's XQA at ~100 %, and a third cp.async
 // stage made pagedattn slower, not faster. This probe separates the copy mechanism from the fold:
 //
-//   cp.async  128 threads make 16-byte copies (pagedattn's KvTileStage today), one commit group per
+//   cp.async  128 threads make 16-byte copies (pagedattn's KvSlab today), one commit group per
 //             stage, wait_group + a block barrier per tile;
 //   bulk      one thread issues one cp.async.bulk per 8 KB run (one KV head of one cache block, K or V),
 //             completion on an mbarrier per stage (expect_tx); the block waits on the mbarrier's phase

@@ -2,7 +2,7 @@
 // A correct two-buffer pipeline, the one PartitionFoldTensorCore runs (block barrier, issue tile i+1 into
 // the other buffer, wait for tile i's phase, read tile i), with the mbarriers initialised again per item as
 // its Run does, in two modes: 0, one thread issues each tile's copy; 1, eight lanes of warp 0 copy 1 KB each
-// (as KvTileStageBulk issues a run per lane). Each mode checks the sum of what it read against the host's.
+// (as KvSlabBulk issues a run per lane). Each mode checks the sum of what it read against the host's.
 //
 //   racecheck_bulk_probe            both modes, plainly (PASS / FAIL per mode)
 //   compute-sanitizer --tool racecheck racecheck_bulk_probe 0

@@ -22,7 +22,10 @@
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/agent/warp_tile_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
-#include <pagedattn/agent/kv_tile_stage.cuh>
+#include <pagedattn/agent/kv_slab.cuh>
+#include <pagedattn/agent/kv_slab_bulk.cuh>
+#include <pagedattn/agent/kv_slab_rows.cuh>
+#include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
 #include <pagedattn/agent/agent_paged_attention.cuh>

@@ -313,7 +313,7 @@ PAGEDATTN_DEVICE void copy_async_wait()
 // One thread moves a whole contiguous run of global memory (a multiple of 16 bytes, 16-byte aligned at both
 // ends) into shared memory; the copy engine signals the bytes it wrote on a shared-memory mbarrier
 // ("complete_tx"). A waiter that saw the barrier's phase complete sees the bytes. Only code compiled for
-// sm_90 may call these (the sm_90 policy's pipeline, KvTileStageBulk); elsewhere they do not compile.
+// sm_90 may call these (the sm_90 policy's pipeline, KvSlabBulk); elsewhere they do not compile.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__ILUVATAR__) && defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
 #define PAGEDATTN_HAS_BULK_COPY 1
 namespace detail {

@@ -1,9 +1,9 @@
 // Host tests (CI) of the cache layouts in token rows (CacheLayout hnd, nhd): the dispatch's
 // strides (packed defaults and the caller's), their validation, the tests' and benchmarks' own statement of
 // the layouts (examples/support/paged_decode_data.cuh) against the kernel's addressing, and the shared-memory
-// layout of KvTileStageRows: every unit of a stage used once, and each ldmatrix phase (8 consecutive tokens
+// layout of KvSlabRows: every unit of a stage used once, and each ldmatrix phase (8 consecutive tokens
 // of one 16-byte vector, for K's A operand and V's transposed one) free of bank conflicts at every head size.
-#include <pagedattn/agent/kv_tile_stage_rows.cuh>
+#include <pagedattn/agent/kv_slab_rows.cuh>
 #include <pagedattn/device/dispatch/decode_plan.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 
@@ -42,36 +42,36 @@ int swizzled(int offset) { return offset ^ (((offset >> 7) & 7) << 4); }
 template <class T, int HeadDim>
 void check_stage_rows()
 {
-  using Stage = pagedattn::KvTileStageRows<T, HeadDim, 128>;
+  using Slab = pagedattn::KvSlabRows<T, HeadDim, 128>;
   for (int lb = 3; lb <= 5; ++lb)
   {
     INFO("head " << HeadDim << " element bytes " << sizeof(T) << " block size " << (1 << lb));
-    const typename Stage::Layout layout(lb);
+    const typename Slab::Layout layout(lb);
     std::set<int> used;
-    for (int t = 0; t < Stage::tile_tokens; ++t)
+    for (int t = 0; t < Slab::tile_tokens; ++t)
     {
-      for (int c = 0; c < Stage::key_vectors; ++c)
+      for (int c = 0; c < Slab::key_vectors; ++c)
       {
         const int u = layout.unit(t, c);
         CHECK(u >= 0);
-        CHECK(u < Stage::k_units);
+        CHECK(u < Slab::k_units);
         CHECK(used.insert(u).second); // once
         CHECK(layout.k_unit(c, t) == u);
         CHECK(layout.value_row_unit(t, c) == u);
-        if constexpr (Stage::slab_layout)
+        if constexpr (Slab::span_layout)
         {
-          // A tensor copy of cache block b of the tile (box {128 bytes, bs, slabs}, its run starting at
+          // A tensor copy of cache block b of the tile (box {128 bytes, bs, spans}, its run starting at
           // unit b * key_vectors * bs) puts unit c of slot i where the layout says.
           const int bs = 1 << lb, b = t / bs, i = t % bs, slab = c / 8;
           const int offset = (slab * bs + i) * 128 + 16 * (c % 8); // bytes from the run's start, unswizzled
-          CHECK(b * Stage::key_vectors * bs + swizzled(offset) / 16 == u);
+          CHECK(b * Slab::key_vectors * bs + swizzled(offset) / 16 == u);
         }
       }
     }
     // The ldmatrix phases: tokens 8i .. 8i+7 of vector c fall in 8 different 16-byte bank groups.
-    for (int i = 0; i < Stage::tile_tokens / 8; ++i)
+    for (int i = 0; i < Slab::tile_tokens / 8; ++i)
     {
-      for (int c = 0; c < Stage::key_vectors; ++c)
+      for (int c = 0; c < Slab::key_vectors; ++c)
       {
         std::set<int> groups;
         for (int r = 0; r < 8; ++r) { groups.insert(layout.unit(8 * i + r, c) % 8); }
@@ -79,7 +79,7 @@ void check_stage_rows()
       }
     }
   }
-  CHECK(Stage::copies * 128 >= Stage::tile_units);
+  CHECK(Slab::copies * 128 >= Slab::tile_units);
 }
 
 } // namespace
@@ -217,7 +217,7 @@ TEST_CASE("cache layouts: the 5-D tensor maps of token rows (sm_90's tensor copi
   CHECK(f.strides[2] == 256);
 }
 
-TEST_CASE("cache layouts: KvTileStageRows uses each unit once, where a tensor copy puts it, and reads without bank conflicts",
+TEST_CASE("cache layouts: KvSlabRows uses each unit once, where a tensor copy puts it, and reads without bank conflicts",
           "[layouts][host]")
 {
   using pagedattn::fp8_e4m3;

@@ -1,5 +1,5 @@
 // GPU tests of DevicePagedAttention::Decode over caches in token rows (layout_cases.cuh), fp16 on the
-// tensor-core fold (KvTileStageRows: tensor copies on sm_90 where rows are whole 128-byte slabs, else
+// tensor-core fold (KvSlabRows: tensor copies on sm_90 where rows are whole 128-byte spans, else
 // cp.async): the matrix at heads 64 to 112. test_decode_layouts_fp16.cu has the larger heads,
 // test_decode_layouts_types.cu the other element types.
 #include "device/layout_cases.cuh"

@@ -6,19 +6,19 @@
 
 namespace {
 
-template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, bool TokenRows = false>
+template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, class KvLayout = pagedattn::VllmKvLayout>
 void check_limits_of_kernel()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
-                    << " max heads " << MaxRows << " token rows " << TokenRows);
-  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, TokenRows>;
+                    << " max rows " << MaxRows << " token rows " << KvLayout::value_rows);
+  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout>;
   using Fold = typename Agent::Fold;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
   // Hopper (a 110 KB one was once built before this check existed).
   constexpr std::size_t budget = MaxRows > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, TokenRows>() <= budget);
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, KvLayout>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(pagedattn::head_is_whole_vectors<KvT>(HeadDim)); // 16-byte key slices of the cache
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -33,16 +33,20 @@ void check_limits_of_kernel()
   if constexpr (pagedattn::detail::uses_tensor_cores<T, Policy, KvT>)
   {
     using Tile = typename Fold::Tile;
-    CHECK(Fold::Stage::Layout::value_rows == TokenRows);
-    // token rows: cp.async, or tensor copies of whole 128-byte slabs (never plain bulk copies)
-    CHECK((!TokenRows || Fold::kv_copy == pagedattn::KvCopy::cp_async ||
+    CHECK(Fold::Slab::Layout::value_rows == KvLayout::value_rows);
+    // The slab the layout gives code with bulk copies (sm_90) fills by that code's copies (this host pass
+    // asks for cp.async, and an fp8 cache then gets the bulk slab of the same storage).
+    constexpr pagedattn::KvCopy device_copy = KvLayout::kv_copy(Policy::kv_copy, true, HeadDim, sizeof(KvT));
+    CHECK(KvLayout::template Slab<KvT, HeadDim, Policy::block_threads, device_copy>::copy == device_copy);
+    // token rows: cp.async, or tensor copies of whole 128-byte spans (never plain bulk copies)
+    CHECK((!KvLayout::value_rows || Fold::kv_copy == pagedattn::KvCopy::cp_async ||
            (Fold::kv_copy == pagedattn::KvCopy::bulk_tensor && pagedattn::token_rows_tensor_copies_fit(HeadDim, sizeof(KvT)))));
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
       using Fold16 = typename pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy>::Fold;
-      using Storage16 = typename pagedattn::KvTileStageBulk<T, HeadDim, Policy::block_threads>::Storage;
-      const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Stage::Storage);
+      using Storage16 = typename pagedattn::KvSlabBulk<T, HeadDim, Policy::block_threads>::Storage;
+      const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Slab::Storage);
       CHECK(in_flight >= Fold16::stages * Fold16::slabs * sizeof(Storage16));
       CHECK(in_flight <= std::size_t(Policy::stages) * Policy::tile_bytes);
     }
@@ -64,12 +68,12 @@ void check_limits_of_kernel()
   }
 }
 
-template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, bool TokenRows = false>
+template <class Policy, class T, int HeadDim, int MaxRows, class KvT = T, class KvLayout = pagedattn::VllmKvLayout>
 void check_limits()
 {
   // No kernel exists for a key that is not whole 16-byte vectors of the cache (fp8 at head 120): the
   // dispatch refuses it before choosing one.
-  if constexpr (pagedattn::head_is_whole_vectors<KvT>(HeadDim)) { check_limits_of_kernel<Policy, T, HeadDim, MaxRows, KvT, TokenRows>(); }
+  if constexpr (pagedattn::head_is_whole_vectors<KvT>(HeadDim)) { check_limits_of_kernel<Policy, T, HeadDim, MaxRows, KvT, KvLayout>(); }
 }
 
 template <class Policy, class T, class KvT = T, int... HeadDims>
@@ -78,12 +82,12 @@ void check_policy(std::integer_sequence<int, HeadDims...>)
   (check_limits<Policy, T, HeadDims, 1, KvT>(), ...);
   (check_limits<Policy, T, HeadDims, 4, KvT>(), ...);
   (check_limits<Policy, T, HeadDims, 8, KvT>(), ...);
-  (check_limits<Policy, T, HeadDims, 8, KvT, true>(), ...); // the kernels of caches in token rows (hnd, nhd)
-  (check_limits<Policy, T, HeadDims, 1, KvT, true>(), ...);
+  (check_limits<Policy, T, HeadDims, 8, KvT, pagedattn::TokenRowsKvLayout>(), ...); // the kernels of caches in token rows (hnd, nhd)
+  (check_limits<Policy, T, HeadDims, 1, KvT, pagedattn::TokenRowsKvLayout>(), ...);
   if constexpr (pagedattn::detail::max_rows_per_block<T, Policy, KvT> == 32) // the tensor-core tile's blocks of up to 32 rows
   {
     (check_limits<Policy, T, HeadDims, 32, KvT>(), ...);
-    (check_limits<Policy, T, HeadDims, 32, KvT, true>(), ...);
+    (check_limits<Policy, T, HeadDims, 32, KvT, pagedattn::TokenRowsKvLayout>(), ...);
   }
 }
 

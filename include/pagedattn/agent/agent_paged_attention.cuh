@@ -18,6 +18,7 @@
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
+#include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/grid/grid_barrier.cuh>
 #include <pagedattn/agent/partition_fold_cuda_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
@@ -34,18 +35,18 @@ __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; 
 } // namespace detail
 
 /// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
-/// TokenRows: the caches lie in token rows (CacheLayout hnd, nhd; PagedAttentionParams::token_rows, which
-/// must agree), else in vLLM's layout: each fold reads one of them. Variant: a DecodeVariant, the score
+/// KvLayout: how the caches lie (agent/kv_cache_layout.cuh: VllmKvLayout or TokenRowsKvLayout), which each
+/// fold reads. Variant: a DecodeVariant, the score
 /// variant both folds and the sinks call and the epilogue each output element passes through
 /// (agent/decode_variant.cuh).
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
           class Variant = DecodeVariant<>>
 class AgentPagedAttention {
 public:
   static constexpr int block_threads = Policy::block_threads;
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
-                                  PartitionFoldTensorCore<T, HeadDim, MaxRows, Policy, KvT, TokenRows, typename Variant::Score>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxRows, Policy, KvT, TokenRows, typename Variant::Score>>;
+                                  PartitionFoldTensorCore<T, HeadDim, MaxRows, Policy, KvT, KvLayout, typename Variant::Score>,
+                                  PartitionFoldCudaCore<T, HeadDim, MaxRows, Policy, KvT, KvLayout, typename Variant::Score>>;
   using Combine = AgentPartitionCombine<HeadDim, MaxRows, block_threads>;
   using SliceCombine = AgentSliceCombine<HeadDim, MaxRows, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;

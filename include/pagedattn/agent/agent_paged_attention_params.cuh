@@ -57,7 +57,7 @@ struct PagedAttentionParams {
   std::size_t reset_words;
   PartitionCombineState state;
 #if PAGEDATTN_HAS_TENSOR_MAPS
-  /// The caches as 3-D tensor maps of cache-block runs, for the tensor copies of KvTileStageBulk (made by
+  /// The caches as 3-D tensor maps of cache-block runs, for the tensor copies of KvSlabBulk (made by
   /// the dispatch for a policy with KvCopy::bulk_tensor on sm_90 code: device/dispatch/decode_tensor_maps.cuh;
   /// else zero). The kernel reads them through its __grid_constant__ parameter.
   CUtensorMap key_map, value_map;

@@ -14,8 +14,8 @@ namespace pagedattn {
 
 /// How the tensor-core pipeline moves K and V into shared memory (AgentPagedAttentionPolicy::kv_copy).
 enum class KvCopy {
-  cp_async,   ///< every thread issues 16-byte cp.async copies (KvTileStage; sm_80+)
-  bulk,       ///< one warp issues a cp.async.bulk per cache block's K and V run (KvTileStageBulk; sm_90 code)
+  cp_async,   ///< every thread issues 16-byte cp.async copies (KvSlab; sm_80+)
+  bulk,       ///< one warp issues a cp.async.bulk per cache block's K and V run (KvSlabBulk; sm_90 code)
   bulk_tensor ///< the same with tensor copies (cp.async.bulk.tensor through tensor maps the dispatch makes), V swizzled
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-core fold of one KV tile (a KvTileStage or KvTileStageBulk in shared memory: Stage) into a thread block's running
+// The tensor-core fold of one KV tile (a KvSlab or KvSlabBulk in shared memory: Slab) into a thread block's running
 // partials, for up to Rows query rows of a KV head (QueryRow: its GQA group's heads x the new tokens), with mma.sync m16n8k16
 // (fp16/bf16, sm_80+). Below, "heads" are those rows; each row masks the positions it does not see.
 //
@@ -8,8 +8,8 @@
 //   S^T (tile tokens x 8 heads) = K (tokens x dims) · Q^T (dims x heads)
 //   O^T (W x 8 heads)         += V^T (dims x tokens) · P^T (tokens x heads)
 // over W = tensor_core_head_dim(HeadDim) dims: a head that is not whole 16-dim k-steps (120) is padded, its
-// queries and the stage's K zero past the head (0 * 0 in the last k-step), and the output rows past the head
-// (from the stage's V there, which may be stale) are never stored.
+// queries and the slab's K zero past the head (0 * 0 in the last k-step), and the output rows past the head
+// (from the slab's V there, which may be stale) are never stored.
 // Each K or V fragment a warp loads serves every n-tile, so the cache is read once for all the rows, and
 // the block's warps split the head dimension, never the tokens:
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
@@ -29,16 +29,16 @@
 //
 // Fragments (g = lane / 4, q = lane % 4; the mma's standard layouts, warp/warp_mma.cuh; head g of n-tile n is
 // row 8n + g):
-//   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the stage;
+//   QK step s, m-tile r: A = K rows (tokens 16r ..) x dims 16s .. 16s+15, one ldmatrix_x4 from the slab;
 //       B = Q^T: lane (g, q) holds dims 16s + 2q, +1 and 16s + 2q + 8, +9 of query head g.
 //   softmax: lane l of warp w owns head w * Rows/Warps + l / lanes_per_head and tokens_per_lane consecutive
 //       tokens; a head's max and sum reduce over its lanes_per_head lanes.
 //   PV step s (tokens 16s ..), m-tile m: A = V^T rows (dims 16m ..) x tokens, one ldmatrix_x4 (V in token
-//       rows, KvTileStageRows: one ldmatrix_x4_trans of the rows of tokens 16s ..); B = P^T:
+//       rows, KvSlabRows: one ldmatrix_x4_trans of the rows of tokens 16s ..); B = P^T:
 //       lane (g, q) reads P[head g][16s + 2q, +1] and [16s + 2q + 8, +9] (4 bytes each).
 // Scores and the output accumulate in fp32; P is rounded to T for the PV product.
 //
-// An fp8 cache (KvT; Stage holds its bytes as they lie): ldmatrix reads rows of 16 fp8 bytes, so lane (g, q)
+// An fp8 cache (KvT; Slab holds its bytes as they lie): ldmatrix reads rows of 16 fp8 bytes, so lane (g, q)
 // gets four consecutive elements 4q .. 4q + 3 of its row in one register, which become the pairs (4q,
 // 4q + 1) and (4q + 2, 4q + 3) of T (fp8x4_to_pairs). The mma's k-slots 2q, 2q + 1 and 2q + 8, 2q + 9 then
 // hold elements 4q, 4q + 1 and 4q + 2, 4q + 3 of the 16: a permutation of k, applied to the B operand too
@@ -48,7 +48,7 @@
 //   PV m-tile m, slab j: one ldmatrix_x4 of dims 16m .. 16m + 15 x tokens 0 .. 31 (a matrix per 8 dims and
 //       16 tokens; at bs 8, four 4-byte loads) gives A of both k-steps; B = P^T: lane (g, q) reads
 //       P[head g][16 step + 4q .. + 3] (8 bytes).
-//   PV with V in token rows (KvTileStageRows): ldmatrix_x4_trans of 16-bit pairs reads the slab's 32 token
+//   PV with V in token rows (KvSlabRows): ldmatrix_x4_trans of 16-bit pairs reads the slab's 32 token
 //       rows of dims 16m .. 16m + 15: lane (g, q) gets tokens 8e + 2q, + 1 of the dims 16m + 2g, + 1 in
 //       register e; a byte permutation makes the pairs (dim 16m + 2g; tokens 2q, 2q + 1) and (dim 16m +
 //       2g + 1; the same tokens). So k (tokens) stays in order, B is P^T as for 16-bit V, and the m-rows
@@ -66,14 +66,14 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs, class Stage, class KvT = T, int Rows = 8, class ScoreVariant = DefaultScoreVariant>
+template <class T, int HeadDim, int Warps, int Slabs, class Slab, class KvT = T, int Rows = 8, class ScoreVariant = DefaultScoreVariant>
 class BlockTileTensorCore {
 public:
   static constexpr int max_rows = Rows;      ///< query rows (a multiple of the mma's n = 8)
   static constexpr int n_tiles = Rows / 8;
   static constexpr int block_threads = Warps * warp_threads;
-  static constexpr int slabs = Slabs;                               ///< 32-token stages folded per Consume
-  static constexpr int tile_tokens = Stage::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
+  static constexpr int slabs = Slabs;                               ///< 32-token slabs folded per Consume
+  static constexpr int tile_tokens = Slab::tile_tokens * Slabs;    ///< 2 QK m-tiles and 2 PV k-steps per slab
   static constexpr int k_steps = tensor_core_head_dim(HeadDim) / 16; ///< QK k-steps = PV m-tiles
   static constexpr int steps_per_warp = (k_steps + Warps - 1) / Warps;
   /// Floats per head row of the partial scores. One n-tile: + 8, conflict-free float2 reads (+ 4 would also
@@ -85,7 +85,7 @@ public:
   static constexpr int score_stride = tile_tokens + (n_tiles > 1 ? 4 : 8);
   static constexpr bool fp8_cache = is_fp8<KvT>;
   /// An fp8 V in token rows: the PV product's m-rows permuted within each 16 dims (Consume, StorePartial).
-  static constexpr bool fp8_value_rows = fp8_cache && Stage::Layout::value_rows;
+  static constexpr bool fp8_value_rows = fp8_cache && Slab::Layout::value_rows;
   /// Elements per P row: conflict-free B reads (4 bytes per lane: + 8; fp8's 8 bytes per lane: + 16).
   static constexpr int p_stride = tile_tokens + (fp8_cache ? 16 : 8);
   static constexpr int rows_per_warp = max_rows / Warps;          ///< softmax rows of a warp
@@ -167,22 +167,22 @@ public:
   }
 
   /// Fold the tile of tokens token0 .. token0 + tile_tokens - 1 (those >= end_token, or not visible to a row, masked) held in
-  /// stage[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
+  /// slab[0 .. Slabs-1] (32 tokens each). Block-wide (contains two __syncthreads); the caller guarantees that every warp finished
   /// the previous Consume before this one starts (its own barrier at the top of the loop).
   /// A PartialTile (one that holds end_token) skips its 16-token steps wholly at or past end_token (their
   /// scores are masked and their weights 0, so the result is the same bits) and never reads their K and
-  /// V; the V of the dead tokens of the step holding end_token must be finite (zero: KvTileStage's zero
-  /// fill, KvTileStageBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
+  /// V; the V of the dead tokens of the step holding end_token must be finite (zero: KvSlab's zero
+  /// fill, KvSlabBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024: bench/NOTES.md,
   /// "The tensor-core fold").
   template <bool PartialTile>
-  PAGEDATTN_DEVICE void Consume(const typename Stage::Storage* stage, int token0, int end_token)
+  PAGEDATTN_DEVICE void Consume(const typename Slab::Storage* slab, int token0, int end_token)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
     const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
-    // 16-bit stages: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
+    // 16-bit slabs: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
     // advances (linear_units), computed once per tile: an add per ldmatrix, not the layout's arithmetic.
     // [h]: the slab's 16-token half h (QK's m-tile r % 2; PV's k-step st % 2).
     int k_first[2] = {}, v_first[2] = {}, k_advance = 0, v_advance = 0;
@@ -218,7 +218,7 @@ public:
         {
           if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
           std::uint32_t k[4]; // tokens 8i + g, dims 16 step + 4q .. + 3
-          ldmatrix_x4(&stage[j].k[layout_.k_unit(step, lane)], k[0], k[1], k[2], k[3]);
+          ldmatrix_x4(&slab[j].k[layout_.k_unit(step, lane)], k[0], k[1], k[2], k[3]);
           std::uint32_t a[4][2];
 #pragma unroll
           for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(k[e], a[e][0], a[e][1]); }
@@ -243,7 +243,7 @@ public:
           if (PartialTile && r >= live_steps) { break; } // block-uniform
           std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
           const int unit = linear_units ? k_first[r % 2] + i * k_advance : layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8);
-          ldmatrix_x4(&stage[r / 2].k[unit], a0, a1, a2, a3);
+          ldmatrix_x4(&slab[r / 2].k[unit], a0, a1, a2, a3);
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
           {
@@ -287,7 +287,7 @@ public:
     }
 
     // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
-    if constexpr (fp8_cache && Stage::Layout::value_rows)
+    if constexpr (fp8_cache && Slab::Layout::value_rows)
     {
 #pragma unroll
       for (int j = 0; j < Slabs; ++j)
@@ -313,7 +313,7 @@ public:
           // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
           // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
           std::uint32_t v[4];
-          ldmatrix_x4_trans(&stage[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
+          ldmatrix_x4_trans(&slab[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
           std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
 #pragma unroll
           for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
@@ -344,7 +344,7 @@ public:
           b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
           b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
         }
-        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(stage[j].v);
+        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(slab[j].v);
 #pragma unroll
         for (int i = 0; i < steps_per_warp; ++i)
         {
@@ -353,7 +353,7 @@ public:
           std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
           if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
           {
-            ldmatrix_x4(&stage[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
+            ldmatrix_x4(&slab[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
           }
           else // bs 8: a dim's 8 tokens per block, read as words
           {
@@ -400,8 +400,8 @@ public:
           if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
           std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
           const int unit = linear_units ? v_first[st % 2] + i * v_advance : value_unit(st % 2, m, upper, half, row8);
-          if constexpr (Stage::Layout::value_rows) { ldmatrix_x4_trans(&stage[st / 2].v[unit], a0, a1, a2, a3); }
-          else { ldmatrix_x4(&stage[st / 2].v[unit], a0, a1, a2, a3); }
+          if constexpr (Slab::Layout::value_rows) { ldmatrix_x4_trans(&slab[st / 2].v[unit], a0, a1, a2, a3); }
+          else { ldmatrix_x4(&slab[st / 2].v[unit], a0, a1, a2, a3); }
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
           {
@@ -444,16 +444,16 @@ public:
   }
 
 private:
-  /// Whether every stage layout is linear in K's vector and V's dim over a warp's k-steps (Consume): they
+  /// Whether every slab layout is linear in K's vector and V's dim over a warp's k-steps (Consume): they
   /// lie Warps apart, 2 Warps vectors of K and 16 Warps dims of V, multiples of the swizzles' periods (8
-  /// vectors of token rows; V's 64 dims in KvTileStageBulk's tensor copies) when Warps is a multiple of 4.
+  /// vectors of token rows; V's 64 dims in KvSlabBulk's tensor copies) when Warps is a multiple of 4.
   static constexpr bool linear_units = Warps % 4 == 0;
 
   /// The 16-bit V unit of PV k-step half h (tokens 16h ..) and m-tile m this lane's ldmatrix reads: dims
   /// 16m + row8 (+ 8 for the upper half), or, V in token rows (transposed), tokens 16h + row8 (+ 8).
   PAGEDATTN_DEVICE int value_unit(int h, int m, int upper, int half, int row8) const
   {
-    if constexpr (Stage::Layout::value_rows) { return layout_.value_row_unit(16 * h + 8 * upper + row8, 2 * m + half); }
+    if constexpr (Slab::Layout::value_rows) { return layout_.value_row_unit(16 * h + 8 * upper + row8, 2 * m + half); }
     else { return layout_.v_unit(16 * m + 8 * half + row8, 2 * h + upper); }
   }
 
@@ -538,7 +538,7 @@ private:
   const PagedAttentionParams<T, KvT>& p_;
   const ScoreVariant& variant_;
   std::conditional_t<is_fp8<KvT>, Fp8Scales, NoScales> scales_;
-  typename Stage::Layout layout_;
+  typename Slab::Layout layout_;
   int heads_;
   uint2 query_[steps_per_warp][n_tiles]; ///< head g of each n-tile, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
   float out_[steps_per_warp][n_tiles][4]; ///< O^T fragments of this warp's m-tiles, per n-tile

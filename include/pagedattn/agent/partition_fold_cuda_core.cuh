@@ -12,13 +12,13 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
           class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxRows, warps, Policy, KvT, TokenRows, ScoreVariant>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxRows, warps, Policy, KvT, KvLayout, ScoreVariant>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 

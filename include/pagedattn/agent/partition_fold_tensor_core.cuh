@@ -1,17 +1,17 @@
 #pragma once
 // A thread block's fold of one KV partition on tensor cores (fp16/bf16, sm_80+): a multi-stage
 // asynchronous-copy pipeline streams the partition's K and V tiles into shared memory while the block
-// folds the tile that has landed (BlockTileTensorCore). The copies are made one of three ways
-// (Policy::kv_copy, a KvCopy):
-//   cp_async    (KvTileStage, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
-//   bulk        (KvTileStageBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a
+// folds the tile that has landed (BlockTileTensorCore). The cache's layout type (agent/kv_cache_layout.cuh)
+// chooses the copies from the policy's (KvLayout::kv_copy) and the slab they fill (KvLayout::Slab), one of:
+//   cp_async    (KvSlab, sm_80+): every thread copies 16-byte pieces; a tile is one commit group.
+//   bulk        (KvSlabBulk, sm_90): one warp issues a bulk copy per cache block's K and V run; a
 //               tile lands on its buffer's mbarrier. Fewer instructions issued beside the fold's
 //               (the probe bench_paged_read measured it with the fold's work in:
 //               bench/NOTES.md, "Tensor copies on sm_90").
-//   bulk_tensor (KvTileStageBulk with tensor copies, sm_90): the same runs through the tensor maps of
+//   bulk_tensor (KvSlabBulk with tensor copies, sm_90): the same runs through the tensor maps of
 //               PagedAttentionParams, V swizzled.
 //
-// Pipeline (Policy::stages buffers, each of `slabs` 32-token stages; S = stages):
+// Pipeline (Policy::stages buffers, each of `slabs` 32-token slabs; S = stages):
 //   prologue: issue tiles 0 .. S-2 (cp.async: one commit group each, empty groups keep the count uniform)
 //   tile i, cp.async: wait until at most S-2 younger groups are pending (tile i landed for this thread),
 //             barrier (tile i visible to all; every warp done with tile i-1, whose buffer is refilled
@@ -22,7 +22,7 @@
 // So S-1 tiles are in flight while one is folded (bulk: all S while the block waits), and no register
 // holds data in flight: the bytes in flight per SM are what the SMEM budget allows, not the register file.
 //
-// Caches in token rows (CacheLayout hnd, nhd; TokenRows) are staged by KvTileStageRows (the tile reads V
+// Caches in token rows (TokenRowsKvLayout: CacheLayout hnd, nhd) are staged by KvSlabRows (the tile reads V
 // transposed): by tensor copies on sm_90 at heads 64, 128, 192 and 256 (5-D maps of the strided cache), by
 // cp.async otherwise.
 //
@@ -33,31 +33,14 @@
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
-#include <pagedattn/agent/kv_tile_stage.cuh>
-#include <pagedattn/agent/kv_tile_stage_bulk.cuh>
-#include <pagedattn/agent/kv_tile_stage_rows.cuh>
+#include <pagedattn/agent/kv_cache_layout.cuh>
 
 #include <cstdint>
 #include <type_traits>
 
 namespace pagedattn {
 
-/// The copies that move a tensor-core fold's K and V, asked by the kernel (PartitionFoldTensorCore::kv_copy,
-/// bulk_copies_compiled: code for sm_90+) and by the host that makes the tensor maps (bind_cache_tensor_maps,
-/// bulk_copies_compiled: the device runs code of PTX version 9.0+), so the two agree. The policy's copies
-/// where the code has bulk copies, tensor copies only where the toolkit also has tensor maps; in token rows,
-/// tensor copies where a row is whole 128-byte slabs (heads 64, 128, 192, 256 of 16 bits, 128 and 256 of
-/// fp8), else cp.async (plain bulk copies cannot gather strided rows). Elsewhere (older code, a fat
-/// binary's host pass) cp.async: every stage has the same storage, so host and device agree on the size.
-constexpr KvCopy tensor_core_kv_copy(KvCopy policy_copy, bool bulk_copies_compiled, bool token_rows, int head_dim, int element_bytes)
-{
-  if (!bulk_copies_compiled) { return KvCopy::cp_async; }
-  const KvCopy copy = policy_copy == KvCopy::bulk_tensor && !PAGEDATTN_HAS_TENSOR_MAPS ? KvCopy::bulk : policy_copy;
-  if (!token_rows) { return copy; }
-  return copy == KvCopy::bulk_tensor && token_rows_tensor_copies_fit(head_dim, element_bytes) ? KvCopy::bulk_tensor : KvCopy::cp_async;
-}
-
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
           class ScoreVariant = DefaultScoreVariant>
 class PartitionFoldTensorCore {
 public:
@@ -69,33 +52,28 @@ public:
 #else
   static constexpr bool bulk_copies_compiled = false;
 #endif
-  static constexpr KvCopy kv_copy = tensor_core_kv_copy(Policy::kv_copy, bulk_copies_compiled, TokenRows, HeadDim, sizeof(KvT));
+  /// The copies (the layout's choice, which the host's tensor maps follow) and the slab they fill (fp8: the
+  /// cache's bytes as they lie).
+  static constexpr KvCopy kv_copy = KvLayout::kv_copy(Policy::kv_copy, bulk_copies_compiled, HeadDim, sizeof(KvT));
   static constexpr bool bulk_copies = kv_copy != KvCopy::cp_async;
-  /// The stage the copies fill and the tile folds (fp8: the cache's bytes as they lie).
-  using Stage = std::conditional_t<
-      TokenRows, KvTileStageRows<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-      std::conditional_t<fp8_cache, KvTileStageBulk<KvT, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                         std::conditional_t<bulk_copies, KvTileStageBulk<T, HeadDim, block_threads, kv_copy == KvCopy::bulk_tensor>,
-                                            KvTileStage<T, HeadDim, block_threads>>>>;
-  static_assert(sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, false>::Storage) ==
-                    sizeof(typename KvTileStageRows<KvT, HeadDim, block_threads, token_rows_tensor_copies_fit(HeadDim, sizeof(KvT))>::Storage),
-                "the host sizes the block's storage with either token-row stage");
+  using Slab = typename KvLayout::template Slab<KvT, HeadDim, block_threads, kv_copy>;
+  static_assert(sizeof(typename KvLayout::template Slab<KvT, HeadDim, block_threads, KvCopy::cp_async>::Storage) ==
+                    sizeof(typename KvLayout::template Slab<KvT, HeadDim, block_threads, KvLayout::kv_copy(Policy::kv_copy, true, HeadDim, sizeof(KvT))>::Storage),
+                "the host sizes the block's storage with the slab of either pass");
   /// Query rows of the tile: one n-tile of 8 (a GQA group of up to 8 heads, one new token), else four.
   static constexpr int tile_rows = MaxRows <= 8 ? 8 : 32;
   /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
   /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
   /// One with four n-tiles: their scores take registers per slab (2 m-tiles x 4 n-tiles x 4 floats).
-  static constexpr int slab_bytes = static_cast<int>(sizeof(typename Stage::Storage)); ///< K and V of 32 tokens (and any padding)
+  static constexpr int slab_bytes = static_cast<int>(sizeof(typename Slab::Storage)); ///< K and V of 32 tokens (and any padding)
   static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
   static constexpr int slabs = slabs_fitting >= 2 && tile_rows == 8 ? 2 : 1;
   /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
   /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
   /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
   static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
-  static_assert(sizeof(typename KvTileStageBulk<T, HeadDim, block_threads, false>::Storage) == sizeof(typename KvTileStage<T, HeadDim, block_threads>::Storage),
-                "the host sizes the block's storage with either stage");
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Stage, KvT, tile_rows, ScoreVariant>;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Slab, KvT, tile_rows, ScoreVariant>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxRows <= Tile::max_rows, "the tensor-core tile holds at most 32 query rows");
@@ -106,11 +84,11 @@ public:
   /// Run() is done with TempStorage before it writes the partial (which may therefore live inside it).
   static constexpr bool partial_after_storage = true;
 
-  /// First and 128-byte aligned: the stages' copies and ldmatrix reads are 128-byte rows. The same layout
+  /// First and 128-byte aligned: the slabs' copies and ldmatrix reads are 128-byte rows. The same layout
   /// 16 bytes off a 128-byte boundary made the decode 40 % slower on H200
   /// (bench/NOTES.md, "The K/V pipeline: stages and alignment").
   struct alignas(128) TempStorage {
-    typename Stage::Storage stage[stages][slabs];
+    typename Slab::Storage slab[stages][slabs]; ///< the pipeline: stages buffers of slabs slabs
     typename Tile::TempStorage tile;
     int block_ids[max_partition_blocks]; ///< the partition's block table entries
     std::uint64_t landed[stages];         ///< bulk copies: each buffer's mbarrier (one phase per tile)
@@ -136,7 +114,7 @@ public:
     const int log2_block_size = 31 - __clz(p.block_size);
     const int tiles = ceil_div(work.end_token - work.first_token, tile_tokens);
 #if defined(__CUDA_ARCH__)
-    static_assert(!fp8_cache || TokenRows || bulk_copies, "an fp8 cache in vLLM's layout on tensor cores needs the sm_90 copies (code compiled for sm_90)");
+    static_assert(!fp8_cache || KvLayout::value_rows || bulk_copies, "an fp8 cache in vLLM's layout on tensor cores needs the sm_90 copies (code compiled for sm_90)");
 #endif
     if constexpr (bulk_copies)
     {
@@ -153,33 +131,30 @@ public:
     }
     // A head padded to whole k-steps: K's vectors past it, which whole-run copies never write (cp.async
     // zero-fills them with each tile).
-    if constexpr (bulk_copies && Stage::cache_vectors != Stage::key_vectors) { Stage::template ClearKeyPadding<slabs>(&temp.stage[0][0], stages, log2_block_size); }
+    if constexpr (bulk_copies && Slab::cache_vectors != Slab::key_vectors) { Slab::template ClearKeyPadding<slabs>(&temp.slab[0][0], stages, log2_block_size); }
     Tile::StoreRows(temp.tile, p, variant, work); // (read after the tile loop's barriers)
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
     bool bad = false;
+    // Tile i into buffer i mod S (a tile past the partition's: an empty cp.async group).
     auto load = [&](int i) {
       if constexpr (bulk_copies)
       {
         if (i < tiles && arch::warp_id() == 0)
         {
           const int offset = i * tile_tokens; // from the partition's first token
-          bad |= Stage::template Load<slabs>(temp.stage[i % stages], &temp.landed[i % stages], p, temp.block_ids + (offset >> log2_block_size),
-                                             work.kv_head, work.first_token + offset, work.end_token, log2_block_size);
+          Slab::template Load<slabs>(temp.slab[i % stages], &temp.landed[i % stages], p, temp.block_ids, work.kv_head, work.first_token, offset,
+                                     work.end_token, log2_block_size, bad);
         }
       }
-      else if constexpr (!fp8_cache || TokenRows)
+      else if constexpr (Slab::copy == KvCopy::cp_async) // (not an fp8 slab in a host pass: it is never run)
       {
         if (i < tiles)
         {
-#pragma unroll
-          for (int j = 0; j < slabs; ++j)
-          {
-            const int offset = i * tile_tokens + j * Stage::tile_tokens; // from the partition's first token
-            bad |= Stage::Load(temp.stage[i % stages][j], p, temp.block_ids + (offset >> log2_block_size), work.kv_head,
-                               work.first_token + offset, work.end_token, log2_block_size);
-          }
+          const int offset = i * tile_tokens;
+          Slab::template Load<slabs>(temp.slab[i % stages], nullptr, p, temp.block_ids, work.kv_head, work.first_token, offset, work.end_token,
+                                     log2_block_size, bad);
         }
         arch::copy_async_commit();
       }
@@ -208,11 +183,11 @@ public:
         load(i + stages - 1);
       }
       if (i == 0) { PAGEDATTN_TRACE_POINT(TracePoint::first_tile_landed); }
-      typename Stage::Storage* folded = temp.stage[i % stages];
+      typename Slab::Storage* folded = temp.slab[i % stages];
       if (token0 + tile_tokens > work.end_token) // the partition's last tile, partly live (block-uniform)
       {
         // Visible to the tile's PV product after the barriers inside Consume.
-        if constexpr (Stage::copies_whole_blocks) { Stage::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
+        if constexpr (Slab::copies_whole_blocks) { Slab::template ClearDeadValues<slabs>(folded, token0, work.end_token, log2_block_size); }
         tile.template Consume<true>(folded, token0, work.end_token);
       }
       else { tile.template Consume<false>(folded, token0, work.end_token); }

@@ -11,8 +11,8 @@
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
-// Caches in token rows (TokenRows: CacheLayout hnd and nhd, their strides read at run time) take kernels of
-// their own: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
+// Caches in token rows (TokenRowsKvLayout: CacheLayout hnd and nhd, their strides read at run time) take
+// kernels of their own: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
 // goes token by token, lane l owning the consecutive dims l * items .. (ConsumeValueRows: one load per
 // token where they fill whole 4, 8 or 16 bytes), which ReduceHead hands to the block reduce as such.
 // An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
@@ -21,6 +21,7 @@
 // the output is sum(w * v_scale * v) / sum(w). vLLM's fp8 key layout has x = 16 (16 / sizeof(KvT)).
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
+#include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/agent/warp_tile_context.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
@@ -30,7 +31,7 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxRows, int Warps, class Policy, class KvT = T, bool TokenRows = false,
+template <class T, int HeadDim, int MaxRows, int Warps, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
           class ScoreVariant = DefaultScoreVariant>
 class WarpTileCudaCore {
 public:
@@ -92,8 +93,8 @@ public:
     const bool live = pos < c.end_token;
     const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
     // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
-    const std::int64_t key_token_stride = TokenRows ? p_.cache_token_stride : x;
-    const std::int64_t key_vector_stride = TokenRows ? x : static_cast<std::int64_t>(p_.block_size) * x;
+    const std::int64_t key_token_stride = KvLayout::template key_token_stride<x>(p_);
+    const std::int64_t key_vector_stride = KvLayout::template key_vector_stride<x>(p_);
 
     // QK: the lane's whole key against every query of the group.
     float score[MaxRows];
@@ -146,7 +147,7 @@ public:
     }
     arch::sync_warp();
 
-    if constexpr (TokenRows) { ConsumeValueRows(c); }
+    if constexpr (KvLayout::value_rows) { ConsumeValueRows(c); }
     else
     {
       // PV: lane owns dims lane + i * warp_threads; the V row of a dim holds 8 tokens per load.
@@ -201,7 +202,7 @@ public:
   template <class Reduce>
   PAGEDATTN_DEVICE typename Reduce::Stats ReduceHead(Reduce& reduce, int g) const
   {
-    if constexpr (!TokenRows) { return reduce.Reduce(partial_[g]); }
+    if constexpr (!KvLayout::value_rows) { return reduce.Reduce(partial_[g]); }
     else
     {
       const int lane = arch::lane_id(), warp = arch::warp_id(); // token rows: the lanes' slots hold row_dim's dims

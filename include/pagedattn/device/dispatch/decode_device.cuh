@@ -80,10 +80,10 @@ inline cudaError_t stream_is_capturing(cudaStream_t stream, bool& capturing)
 }
 
 /// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, bool TokenRows = false, class Variant = DecodeVariant<>>
+template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout, class Variant = DecodeVariant<>>
 constexpr std::size_t paged_attention_smem_bytes()
 {
-  return sizeof(typename AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, TokenRows, Variant>::TempStorage);
+  return sizeof(typename AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>::TempStorage);
 }
 
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
@@ -91,19 +91,19 @@ inline constexpr int cached_devices = 64;
 
 /// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
 /// draw tickets until the items run out; else a block per item (see choose_grid). KvT: the caches' elements.
-/// TokenRows: the folds for caches in token rows (AgentPagedAttention). KernelVariant: the kernel's second
+/// KernelKvLayout: how the caches lie (agent/kv_cache_layout.cuh). KernelVariant: the kernel's second
 /// parameter, a DecodeVariant (its score variant and output epilogue).
-template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT = T, bool TokenRows = false,
-          class KernelVariant = DecodeVariant<>>
+template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT = T,
+          class KernelKvLayout = VllmKvLayout, class KernelVariant = DecodeVariant<>>
 struct DecodeKernel {
   using Variant = KernelVariant;
-  using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, TokenRows, Variant>;
+  using KvLayout = KernelKvLayout;
+  using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>;
   using AgentPolicy = Policy;
   using Params = PagedAttentionParams<T, KvT>;
   static constexpr int head_dim = HeadDim;
-  static constexpr bool token_rows = TokenRows;
   static constexpr int block_threads = Policy::block_threads;
-  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, TokenRows, Variant>();
+  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
   static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
 
@@ -111,7 +111,7 @@ struct DecodeKernel {
 
   static auto function()
   {
-    return paged_attention_kernel<T, HeadDim, MaxRows, PolicyChain, Policy, Persistent, KvT, TokenRows, Variant>;
+    return paged_attention_kernel<T, HeadDim, MaxRows, PolicyChain, Policy, Persistent, KvT, KvLayout, Variant>;
   }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when

@@ -32,7 +32,7 @@ cudaError_t launch_decode(const DecodePlan& plan, const DeviceInfo& device, type
   static_assert(Kernel::AgentPolicy::max_partition_tokens <= AgentDecodePlan<Kernel::block_threads>::max_candidates * 32,
                 "the device's plan considers partitions of up to max_candidates * 32 tokens");
   PAGEDATTN_RETURN_IF_ERROR(Kernel::reserve_shared_memory(device));
-  PAGEDATTN_RETURN_IF_ERROR((bind_cache_tensor_maps<typename Kernel::AgentPolicy, Kernel::head_dim, Kernel::token_rows>(params, device.ptx_version)));
+  PAGEDATTN_RETURN_IF_ERROR((bind_cache_tensor_maps<typename Kernel::AgentPolicy, Kernel::head_dim, typename Kernel::KvLayout>(params, device.ptx_version)));
   if (plan.init_pass) { PAGEDATTN_RETURN_IF_ERROR(reset_partition_state(d_temp_storage, plan.layout, stream)); }
   const unsigned grid = static_cast<unsigned>(plan.grid);
 #if defined(__ILUVATAR__) // no cooperative or programmatic dependent launch: <<<...>>> after the init pass

@@ -29,20 +29,19 @@ constexpr bool has_token_rows(CacheLayoutList<Layouts...>) { return ((Layouts !=
 template <CacheLayout... Layouts>
 constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts == CacheLayout::vllm) || ...); }
 
-/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, kernel_rows, token_rows): kernel_rows is
-/// one of the path's KernelRowCounts (head_split). Caches in token rows take kernels of their own (both folds
-/// read them differently), instantiated only where Layouts holds such a layout (HND and NHD share them: they
-/// differ in strides only). validate_arguments() has checked head_size against HeadDims, validate_cache_layout()
-/// the layout.
+/// Call f(DecodeKernel<...>{}) for the instantiation of (head_size, kernel_rows, cache_layout): kernel_rows is
+/// one of the path's KernelRowCounts (head_split); cache_layout's type (agent/kv_cache_layout.cuh) is
+/// instantiated only where Layouts holds that layout (HND and NHD share TokenRowsKvLayout: they differ in
+/// strides only). validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
 template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
-cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int kernel_rows, bool token_rows, F&& f)
+cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int kernel_rows, CacheLayout cache_layout, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
-  auto with_staging = [&](auto head_dim, auto rows) {
+  auto with_layout = [&](auto head_dim, auto layout) {
     constexpr int D = decltype(head_dim)::value;
-    constexpr bool R = decltype(rows)::value;
+    using KvLayout = decltype(layout);
     with_one_of(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
-      result = f(DecodeKernel<T, D, decltype(count)::value, PolicyChain, Policy, Persistent, KvT, R, Variant>{});
+      result = f(DecodeKernel<T, D, decltype(count)::value, PolicyChain, Policy, Persistent, KvT, KvLayout, Variant>{});
     });
   };
   with_one_of(std::integer_sequence<int, HeadDims...>{}, head_size, [&](auto head_dim) {
@@ -50,11 +49,11 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     {
       if constexpr (has_token_rows(Layouts{}))
       {
-        if (token_rows) { with_staging(head_dim, std::true_type{}); }
+        if (cache_layout != CacheLayout::vllm) { with_layout(head_dim, TokenRowsKvLayout{}); }
       }
       if constexpr (has_vllm_layout(Layouts{}))
       {
-        if (!token_rows) { with_staging(head_dim, std::false_type{}); }
+        if (cache_layout == CacheLayout::vllm) { with_layout(head_dim, VllmKvLayout{}); }
       }
     }
   });
@@ -100,12 +99,11 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     // items (loose_bound). Other plain launches: a block per item of the bound.
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
-    const bool token_rows = a.cache_layout != CacheLayout::vllm;
     if (capturing || loose_bound(plan))
     {
-      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, token_rows, launch);
+      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
     }
-    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, token_rows, launch);
+    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
   });
 }
 

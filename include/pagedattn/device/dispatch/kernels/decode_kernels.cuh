@@ -25,14 +25,14 @@ constexpr int decode_launch_bound()
 /// the device runs, which is code compiled with PolicyChain::device_policy == Policy. Compiled for any
 /// other architecture this instantiation is never launched, so its body is left out there (a trap, should a
 /// chain break that contract): each architecture compiles its own policy's kernels only.
-template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT, bool TokenRows,
+template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT, class KvLayout,
           class Variant>
 __global__ void __launch_bounds__(Policy::block_threads, (decode_launch_bound<Policy, HeadDim, Persistent>()))
 paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<T, KvT> params, const Variant variant)
 {
   if constexpr (std::is_same_v<Policy, typename PolicyChain::device_policy>)
   {
-    using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, TokenRows, Variant>;
+    using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>;
     // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (Aligned
     // to 1024 bytes: the stages at its start need 128 for their copies and ldmatrix rows, see
     // PartitionFoldTensorCore::TempStorage, and the tensor copies' swizzle 512.) The parameters are a

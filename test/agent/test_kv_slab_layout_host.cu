@@ -1,4 +1,4 @@
-// The shared-memory layout of the sm_90 bulk-copy stage (KvTileStageBulk), on the host: where each bulk
+// The shared-memory layout of the sm_90 bulk-copy stage (KvSlabBulk), on the host: where each bulk
 // copy puts a cache block's K and V run agrees with the units the tensor-core tile reads (Layout), every
 // unit of a stage is used once (by a copy, or, past a head that is not whole 16-dim k-steps, as K's zeroed
 // padding or V's never-stored dims), and the ldmatrix phases have the bank conflicts the header states (none
@@ -6,9 +6,9 @@
 // lands swizzled as the hardware's 128-byte swizzle places it). Also the caches' tensor-map shapes, and
 // that every 16-bit stage (cp.async, bulk, token rows) is linear over a warp's k-steps, as the tile's
 // hoisted ldmatrix units assume.
-#include <pagedattn/agent/kv_tile_stage.cuh>
-#include <pagedattn/agent/kv_tile_stage_bulk.cuh>
-#include <pagedattn/agent/kv_tile_stage_rows.cuh>
+#include <pagedattn/agent/kv_slab.cuh>
+#include <pagedattn/agent/kv_slab_bulk.cuh>
+#include <pagedattn/agent/kv_slab_rows.cuh>
 #include <pagedattn/device/dispatch/decode_tensor_maps.cuh>
 #include <pagedattn/device/dispatch/tuning/tuning_paged_attention.cuh>
 
@@ -41,22 +41,22 @@ int hardware_swizzle(int offset, int swizzle_bytes)
 template <int HeadDim, bool TensorCopies>
 void check_layout()
 {
-  using Stage = pagedattn::KvTileStageBulk<__half, HeadDim, 128, TensorCopies>;
+  using Slab = pagedattn::KvSlabBulk<__half, HeadDim, 128, TensorCopies>;
   for (int lb = 3; lb <= 5; ++lb)
   {
     CAPTURE(HeadDim, lb, TensorCopies);
     const int swizzle = TensorCopies ? pagedattn::detail::value_tensor_map_shape(HeadDim, 1 << lb, 2, 1, 1).swizzle_bytes : 0;
-    const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
-    const typename Stage::Layout layout(lb);
+    const int bs = 1 << lb, blocks = Slab::tile_tokens / bs;
+    const typename Slab::Layout layout(lb);
     std::set<int> k_seen, v_seen;
     for (int b = 0; b < blocks; ++b)
     {
       // K run in the cache: [HeadDim / 8 vectors][bs tokens] units; V run: [HeadDim dims][bs / 8] units.
-      for (int c = 0; c < Stage::cache_vectors; ++c)
+      for (int c = 0; c < Slab::cache_vectors; ++c)
       {
         for (int t = 0; t < bs; ++t)
         {
-          const int copied_to = Stage::run_first_unit(b, false, lb) + c * bs + t;
+          const int copied_to = Slab::run_first_unit(b, false, lb) + c * bs + t;
           REQUIRE(layout.k_unit(c, b * bs + t) == copied_to);
           REQUIRE(k_seen.insert(copied_to).second);
         }
@@ -65,41 +65,41 @@ void check_layout()
       {
         for (int u = 0; u < bs / 8; ++u)
         {
-          // the v array starts 1024-byte aligned (KvTileStageBulk's static_assert), so its offsets are the address bits
-          const int copied_to = hardware_swizzle((Stage::run_first_unit(b, true, lb) + d * (bs / 8) + u) * 16, swizzle) / 16;
+          // the v array starts 1024-byte aligned (KvSlabBulk's static_assert), so its offsets are the address bits
+          const int copied_to = hardware_swizzle((Slab::run_first_unit(b, true, lb) + d * (bs / 8) + u) * 16, swizzle) / 16;
           REQUIRE(layout.v_unit(d, (b * bs) / 8 + u) == copied_to);
           REQUIRE(v_seen.insert(copied_to).second);
         }
       }
     }
     // Past the head (head 120: K's vector 15, V's dims 120 .. 127): places no copy writes.
-    for (int t = 0; t < Stage::tile_tokens; ++t)
+    for (int t = 0; t < Slab::tile_tokens; ++t)
     {
-      for (int c = Stage::cache_vectors; c < Stage::key_vectors; ++c) { REQUIRE(k_seen.insert(layout.k_unit(c, t)).second); }
+      for (int c = Slab::cache_vectors; c < Slab::key_vectors; ++c) { REQUIRE(k_seen.insert(layout.k_unit(c, t)).second); }
     }
-    for (int d = HeadDim; d < Stage::tile_dim; ++d)
+    for (int d = HeadDim; d < Slab::tile_dim; ++d)
     {
-      for (int u = 0; u < Stage::v_units_per_dim; ++u) { REQUIRE(v_seen.insert(layout.v_unit(d, u)).second); }
+      for (int u = 0; u < Slab::v_units_per_dim; ++u) { REQUIRE(v_seen.insert(layout.v_unit(d, u)).second); }
     }
-    CHECK(static_cast<int>(k_seen.size()) == Stage::k_units);
-    CHECK(*k_seen.rbegin() == Stage::k_units - 1);
-    CHECK(static_cast<int>(v_seen.size()) == Stage::v_units);
-    CHECK(*v_seen.rbegin() == Stage::v_units - 1);
+    CHECK(static_cast<int>(k_seen.size()) == Slab::k_units);
+    CHECK(*k_seen.rbegin() == Slab::k_units - 1);
+    CHECK(static_cast<int>(v_seen.size()) == Slab::v_units);
+    CHECK(*v_seen.rbegin() == Slab::v_units - 1);
 
     // ldmatrix phases as BlockTileTensorCore issues them: K, 8 consecutive tokens (a multiple of 8 on) of
     // one vector; V, 8 consecutive dims (a multiple of 8 on) of one 8-token unit.
-    for (int c = 0; c < Stage::key_vectors; ++c)
+    for (int c = 0; c < Slab::key_vectors; ++c)
     {
-      for (int t0 = 0; t0 < Stage::tile_tokens; t0 += 8)
+      for (int t0 = 0; t0 < Slab::tile_tokens; t0 += 8)
       {
         std::vector<int> rows;
         for (int r = 0; r < 8; ++r) { rows.push_back(layout.k_unit(c, t0 + r)); }
         CHECK(conflict_ways(rows) == 1);
       }
     }
-    for (int d0 = 0; d0 < Stage::tile_dim; d0 += 8)
+    for (int d0 = 0; d0 < Slab::tile_dim; d0 += 8)
     {
-      for (int u = 0; u < Stage::v_units_per_dim; ++u)
+      for (int u = 0; u < Slab::v_units_per_dim; ++u)
       {
         std::vector<int> rows;
         for (int r = 0; r < 8; ++r) { rows.push_back(layout.v_unit(d0 + r, u)); }
@@ -111,7 +111,7 @@ void check_layout()
 
 } // namespace
 
-TEST_CASE("bulk stage: copies land where the tile reads, every unit once, stated bank conflicts", "[kv_tile_stage][host]")
+TEST_CASE("bulk stage: copies land where the tile reads, every unit once, stated bank conflicts", "[kv_slab][host]")
 {
   check_layout<64, false>();
   check_layout<80, false>();
@@ -131,7 +131,7 @@ TEST_CASE("bulk stage: copies land where the tile reads, every unit once, stated
   check_layout<256, true>();
 }
 
-TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one KV head per box", "[kv_tile_stage][host]")
+TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one KV head per box", "[kv_slab][host]")
 {
   for (int bytes : {2, 1}) // 16-bit and fp8 caches
   {
@@ -167,7 +167,7 @@ TEST_CASE("bulk stage: the caches' tensor maps have one cache block's run of one
   }
 }
 
-TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy cannot address", "[kv_tile_stage][host]")
+TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy cannot address", "[kv_slab][host]")
 {
 #if PAGEDATTN_HAS_TENSOR_MAPS
   pagedattn::PagedAttentionParams<__half> p{};
@@ -184,20 +184,20 @@ TEST_CASE("bulk stage: the dispatch refuses a cache whose runs a tensor copy can
 #endif
 }
 
-TEST_CASE("bulk stage, fp8: the fold's K units and V rows and words address the cache's bytes", "[kv_tile_stage][fp8][host]")
+TEST_CASE("bulk stage, fp8: the fold's K units and V rows and words address the cache's bytes", "[kv_slab][fp8][host]")
 {
   auto check = [](auto head_dim) {
     constexpr int H = decltype(head_dim)::value;
-    using Stage = pagedattn::KvTileStageBulk<pagedattn::fp8_e4m3, H, 128, true>;
-    static_assert(Stage::key_vectors == H / 16 && Stage::k_units == H * 2, "16 fp8 elements per unit");
+    using Slab = pagedattn::KvSlabBulk<pagedattn::fp8_e4m3, H, 128, true>;
+    static_assert(Slab::key_vectors == H / 16 && Slab::k_units == H * 2, "16 fp8 elements per unit");
     for (int lb = 3; lb <= 5; ++lb)
     {
       CAPTURE(H, lb);
-      const int bs = 1 << lb, blocks = Stage::tile_tokens / bs;
-      const typename Stage::Layout layout(lb);
+      const int bs = 1 << lb, blocks = Slab::tile_tokens / bs;
+      const typename Slab::Layout layout(lb);
       for (int b = 0; b < blocks; ++b)
       {
-        CHECK(Stage::run_first_unit(b, false, lb) * 16 == b * H * bs); // runs of H x bs bytes, back to back
+        CHECK(Slab::run_first_unit(b, false, lb) * 16 == b * H * bs); // runs of H x bs bytes, back to back
         for (int d = 0; d < H; ++d)
         {
           for (int t = 0; t < bs; ++t)
@@ -257,22 +257,22 @@ template <int HeadDim>
 void check_stages_linear()
 {
   // cp.async (sm_80): V dim-major and swizzled per dim, the same for every block size.
-  using Plain = pagedattn::KvTileStage<__half, HeadDim, 128>;
+  using Plain = pagedattn::KvSlab<__half, HeadDim, 128>;
   check_linear_over_steps<HeadDim>([](int v, int t) { return Plain::k_unit(v, t); },
                                    [](int h, int m, int upper, int half, int row8) { return Plain::v_unit(16 * m + 8 * half + row8, 2 * h + upper); });
   for (int lb = 3; lb <= 5; ++lb)
   {
     CAPTURE(lb);
     auto bulk = [&](auto tensor_copies) {
-      using Stage = pagedattn::KvTileStageBulk<__half, HeadDim, 128, decltype(tensor_copies)::value>;
-      const typename Stage::Layout layout(lb);
+      using Slab = pagedattn::KvSlabBulk<__half, HeadDim, 128, decltype(tensor_copies)::value>;
+      const typename Slab::Layout layout(lb);
       check_linear_over_steps<HeadDim>([&](int v, int t) { return layout.k_unit(v, t); },
                                        [&](int h, int m, int upper, int half, int row8) { return layout.v_unit(16 * m + 8 * half + row8, 2 * h + upper); });
     };
     bulk(std::false_type{});
     bulk(std::true_type{});
     // Token rows (HND, NHD): V read transposed, by token rows of dims 16m ...
-    using Rows = pagedattn::KvTileStageRows<__half, HeadDim, 128>;
+    using Rows = pagedattn::KvSlabRows<__half, HeadDim, 128>;
     const typename Rows::Layout rows(lb);
     check_linear_over_steps<HeadDim>([&](int v, int t) { return rows.k_unit(v, t); },
                                      [&](int h, int m, int upper, int half, int row8) { return rows.value_row_unit(16 * h + 8 * upper + row8, 2 * m + half); });
@@ -281,7 +281,7 @@ void check_stages_linear()
 
 } // namespace
 
-TEST_CASE("16-bit stages: a warp's ldmatrix units are linear over its k-steps (the tile's hoisted units)", "[kv_tile_stage][host]")
+TEST_CASE("16-bit stages: a warp's ldmatrix units are linear over its k-steps (the tile's hoisted units)", "[kv_slab][host]")
 {
   check_stages_linear<64>();
   check_stages_linear<80>();

@@ -1,9 +1,9 @@
 #pragma once
-// One pipeline stage of the tensor-core decode: the K and V of 32 consecutive tokens of one KV head,
-// copied from vLLM's paged cache into shared memory with 16-byte asynchronous copies, and the addresses
-// the tensor-core block tile reads its fragments from (ldmatrix rows).
+// One slab of the tensor-core decode's pipeline (a pipeline buffer holds one or two): the K and V of 32
+// consecutive tokens of one KV head, copied from vLLM's paged cache into shared memory with 16-byte
+// asynchronous copies, and the addresses the tensor-core block tile reads its fragments from (ldmatrix rows).
 //
-// Shared-memory layout of a stage (a "unit" is 16 bytes = 8 elements of the 16-bit type; W =
+// Shared-memory layout of a slab (a "unit" is 16 bytes = 8 elements of the 16-bit type; W =
 // tensor_core_head_dim(HeadDim), the head rounded up to whole 16-dim k-steps):
 //   K: [W / 8 vectors][32 tokens] units; unit (c, t) holds dims 8c .. 8c+7 of token t. Vectors past the
 //      head (head 120: vector 15) are zero-filled, so the padded k-step adds 0 * 0 to each score.
@@ -21,6 +21,7 @@
 // anything, and 0 * NaN would poison the PV product); so are the tokens of a live block whose id lies
 // outside [0, num_blocks), which Load reports.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
+#include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/util_arch.cuh>
 
 #include <cstdint>
@@ -28,12 +29,12 @@
 namespace pagedattn {
 
 template <class T, int HeadDim, int BlockThreads>
-class KvTileStage {
+class KvSlab {
 public:
   static constexpr int tile_tokens = 32;
   static constexpr int warps = BlockThreads / warp_threads;
   static constexpr int tile_dim = tensor_core_head_dim(HeadDim);
-  static constexpr int key_vectors = tile_dim / 8;   ///< K units (16-byte vectors) per token in the stage
+  static constexpr int key_vectors = tile_dim / 8;   ///< K units (16-byte vectors) per token in the slab
   static constexpr int cache_vectors = HeadDim / 8;  ///< of them, those the cache holds (the rest are zero)
   static constexpr int v_units_per_dim = tile_tokens / 8;
   static constexpr int k_units = key_vectors * tile_tokens;
@@ -41,7 +42,7 @@ public:
   static constexpr int k_copies = (key_vectors + warps - 1) / warps;               ///< K units per thread
   static constexpr int v_dims_per_pass = BlockThreads / v_units_per_dim;      ///< dims covered per V pass
   static constexpr int v_copies = (HeadDim + v_dims_per_pass - 1) / v_dims_per_pass;
-  static_assert(sizeof(T) == 2, "KvTileStage: 16-bit element types");
+  static_assert(sizeof(T) == 2, "KvSlab: 16-bit element types");
   static_assert(HeadDim % 8 == 0, "a key is whole 16-byte vectors");
   // Dependent on T, so checked per instantiation: 64-lane builds (BI-V100) read this header but never
   // instantiate the tensor-core path, and compilers that check non-dependent assertions when they read a
@@ -54,6 +55,8 @@ public:
     uint4 v[v_units];
   };
 
+  /// How Load moves the tile: every thread's cp.async copies, one commit group per tile (the caller commits).
+  static constexpr KvCopy copy = KvCopy::cp_async;
   /// Whether the fold must clear the V of dead tokens itself (no: Load zero-fills them).
   static constexpr bool copies_whole_blocks = false;
 
@@ -65,15 +68,32 @@ public:
   struct Layout {
     static constexpr bool value_rows = false; ///< V lies dim-major: the PV product reads it with ldmatrix_x4 at v_unit
     PAGEDATTN_DEVICE explicit Layout(int /*log2_block_size*/) {}
-    PAGEDATTN_DEVICE int k_unit(int vector, int token) const { return KvTileStage::k_unit(vector, token); }
-    PAGEDATTN_DEVICE int v_unit(int dim, int unit) const { return KvTileStage::v_unit(dim, unit); }
+    PAGEDATTN_DEVICE int k_unit(int vector, int token) const { return KvSlab::k_unit(vector, token); }
+    PAGEDATTN_DEVICE int v_unit(int dim, int unit) const { return KvSlab::v_unit(dim, unit); }
   };
 
-  /// Issue the copies of the tile starting at token0 (a multiple of the block size) into `stage`; the
-  /// caller commits the group. `block_ids` are the tile's cache block ids (read only for blocks holding a
-  /// live token). Returns true if a live token's block id was outside the cache.
-  static PAGEDATTN_DEVICE bool Load(Storage& stage, const PagedAttentionParams<T>& p, const int* block_ids, int kv_head, int token0,
-                                    int end_token, int log2_block_size)
+  /// Block-wide: issue the copies of the Slabs consecutive 32-token slabs (`slab[0 .. Slabs-1]`) of the
+  /// tile `offset` tokens (a multiple of 32) into the partition from first_token; the caller commits the
+  /// group (`landed` is unused: the interface of every slab). `block_ids` are the partition's cache block
+  /// ids (read only for blocks holding a live token). Sets `bad` if a live token's block id was outside the
+  /// cache.
+  template <int Slabs, class Q>
+  static PAGEDATTN_DEVICE void Load(Storage* slab, std::uint64_t* /*landed*/, const PagedAttentionParams<Q, T>& p, const int* block_ids,
+                                    int kv_head, int first_token, int offset, int end_token, int log2_block_size, bool& bad)
+  {
+#pragma unroll
+    for (int j = 0; j < Slabs; ++j)
+    {
+      const int slab_offset = offset + j * tile_tokens; // from the partition's first token
+      bad |= LoadSlab(slab[j], p, block_ids + (slab_offset >> log2_block_size), kv_head, first_token + slab_offset, end_token, log2_block_size);
+    }
+  }
+
+private:
+  /// One slab of Load.
+  template <class Q>
+  static PAGEDATTN_DEVICE bool LoadSlab(Storage& slab, const PagedAttentionParams<Q, T>& p, const int* block_ids, int kv_head, int token0,
+                                        int end_token, int log2_block_size)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const std::int64_t head_elems = static_cast<std::int64_t>(HeadDim) << log2_block_size;
@@ -95,7 +115,7 @@ public:
     const int k_bytes = k ? 16 : 0; // (a vector past the head: 0, zero-filled, below)
     const T* k_src = k ? k + 8 * (lane & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(8 * warp) << log2_block_size) : p.key_cache;
     const std::int64_t k_step = k ? static_cast<std::int64_t>(8 * warps) << log2_block_size : 0; // warps vectors on
-    uint4* k_dst = &stage.k[k_unit(warp, lane)];
+    uint4* k_dst = &slab.k[k_unit(warp, lane)];
 #pragma unroll
     for (int i = 0; i < k_copies; ++i, k_src += k_step, k_dst += warps * tile_tokens)
     {
@@ -110,7 +130,7 @@ public:
     const int v_bytes = v ? 2 * min(end_token - (token0 + 8 * u), 8) : 0;
     const T* v_src = v ? v + ((8 * u) & ((1 << log2_block_size) - 1)) + (static_cast<std::int64_t>(d0) << log2_block_size) : p.value_cache;
     const std::int64_t v_step = v ? static_cast<std::int64_t>(v_dims_per_pass) << log2_block_size : 0;
-    uint4* v_dst = &stage.v[v_unit(d0, u)]; // v_swizzle(d0 + 32 i) == v_swizzle(d0)
+    uint4* v_dst = &slab.v[v_unit(d0, u)]; // v_swizzle(d0 + 32 i) == v_swizzle(d0)
 #pragma unroll
     for (int i = 0; i < v_copies; ++i, v_src += v_step, v_dst += v_dims_per_pass * v_units_per_dim)
     {
