@@ -47,6 +47,28 @@ def demangled(names):
     return dict(zip(names, text)) if len(text) == len(names) else {n: n for n in names}
 
 
+def report(label, old, new):
+    """Print how the kernels of `new` ({name: SASS}) match those of `old`; True when every one has an identical counterpart."""
+    pool = {}  # the new kernels not yet matched, by their SASS
+    for name, sass in new.items():
+        pool.setdefault(sass, []).append(name)
+    differing = []
+    for name, sass in old.items():
+        candidates = pool.get(sass, [])
+        if candidates:  # the same-named kernel first, else any with the same bytes
+            candidates.remove(name if name in candidates else candidates[0])
+        else:
+            differing.append((name, len(sass), len(new[name]) if name in new else None))
+    unmatched = [n for names_of in pool.values() for n in names_of]
+    names = demangled([n for n, _, _ in differing] + unmatched)
+    print(f"{label}: {len(old)} kernels before, {len(new)} after, {len(old) - len(differing)} with identical SASS")
+    for name, before, after in differing:
+        print(f"  differs: {names[name][:200]} ({before} bytes before, {after if after is not None else 'no same-named'} after)")
+    for name in unmatched:
+        print(f"  no identical counterpart before: {names[name][:200]} ({len(new[name])} bytes)")
+    return not differing and not unmatched
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=pathlib.Path)
@@ -59,25 +81,7 @@ def main():
         for arch in args.arch:
             old = compile_tree(args.old.resolve(), arch, args.nvcc, pathlib.Path(tmp))
             new = compile_tree(args.new.resolve(), arch, args.nvcc, pathlib.Path(tmp))
-            pool = {}  # the new kernels not yet matched, by their SASS
-            for name, sass in new.items():
-                pool.setdefault(sass, []).append(name)
-            differing = []
-            for name, sass in old.items():
-                candidates = pool.get(sass, [])
-                if candidates:  # the same-named kernel first, else any with the same bytes
-                    candidates.remove(name if name in candidates else candidates[0])
-                else:
-                    differing.append((name, len(sass), len(new[name]) if name in new else None))
-            unmatched = [n for names_of in pool.values() for n in names_of]
-            names = demangled([n for n, _, _ in differing] + unmatched)
-            print(f"sm_{arch}: {len(old)} kernels before, {len(new)} after, {len(old) - len(differing)} with identical SASS")
-            for name, before, after in differing:
-                print(f"  differs: {names[name][:200]} ({before} bytes before, {after if after is not None else 'no same-named'} after)")
-            for name in unmatched:
-                if name not in old:
-                    print(f"  no identical counterpart before: {names[name][:200]} ({len(new[name])} bytes)")
-            same &= not differing and len(old) == len(new)
+            same &= report(f"sm_{arch}", old, new)
     print("identical" if same else "different")
     return 0 if same else 1
 

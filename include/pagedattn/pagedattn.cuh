@@ -28,6 +28,7 @@
 #include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/partition_fold_tensor_core.cuh>
+#include <pagedattn/agent/decode_traits.cuh>
 #include <pagedattn/agent/agent_paged_attention.cuh>
 #include <pagedattn/device/device_combine_partials.cuh>
 #include <pagedattn/device/device_paged_attention.cuh>

@@ -16,7 +16,7 @@ constexpr std::size_t vllm_budget = 32 * 1024;
 constexpr std::size_t seed_budget = 48 * 1024;
 
 template <class T, int HeadDim, int MaxRows>
-std::size_t smem_bytes() { return pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy>(); }
+std::size_t smem_bytes() { return pagedattn::detail::paged_attention_smem_bytes<pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy>>(); }
 
 /// The bytes of one instantiation: the same for every element type (the CUDA-core fold keeps queries,
 /// weights and partials in fp32), which the test checks.

@@ -165,7 +165,7 @@ TEST_CASE("decode fp16: a cooperative launch the runtime refuses runs as look-ba
   // The default chain's policy for this device, and its kernel (the one the other tests launch).
   const cudaError_t err = pagedattn::DefaultPagedAttentionPolicies::invoke(device.ptx_version, [&](auto policy) {
     using Policy = decltype(policy);
-    using Kernel = pagedattn::detail::DecodeKernel<T, 128, 8, pagedattn::DefaultPagedAttentionPolicies, Policy, false>;
+    using Kernel = pagedattn::detail::DecodeKernel<pagedattn::DecodeTraits<T, 128, 8, Policy>, pagedattn::DefaultPagedAttentionPolicies, false>;
     pagedattn::detail::DecodePlan plan = pagedattn::detail::make_plan<Policy>(a, device.sm_count);
     REQUIRE(plan.temp_bytes == bytes);
     pagedattn::detail::choose_grid(plan, std::size_t(1) << 20, /*cooperative_capable=*/true, /*persistent=*/false);

@@ -11,14 +11,15 @@ void check_limits_of_kernel()
 {
   INFO(Policy::name << " " << pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " head " << HeadDim
                     << " max rows " << MaxRows << " token rows " << KvLayout::value_rows);
-  using Agent = pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout>;
+  using Traits = pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy, KvT, KvLayout>;
+  using Agent = pagedattn::AgentPagedAttention<Traits>;
   using Fold = typename Agent::Fold;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
   // Hopper (a 110 KB one was once built before this check existed).
   constexpr std::size_t budget = MaxRows > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
-  CHECK(pagedattn::detail::paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, KvLayout>() <= budget);
+  CHECK(pagedattn::detail::paged_attention_smem_bytes<Traits>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(pagedattn::head_is_whole_vectors<KvT>(HeadDim)); // 16-byte key slices of the cache
   CHECK(Policy::max_partition_tokens >= 64); // partitions (multiples of 32) never split a cache block
@@ -44,7 +45,7 @@ void check_limits_of_kernel()
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
-      using Fold16 = typename pagedattn::AgentPagedAttention<T, HeadDim, MaxRows, Policy>::Fold;
+      using Fold16 = typename pagedattn::AgentPagedAttention<pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy>>::Fold;
       using Storage16 = typename pagedattn::KvSlabBulk<T, HeadDim, Policy::block_threads>::Storage;
       const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Slab::Storage);
       CHECK(in_flight >= Fold16::stages * Fold16::slabs * sizeof(Storage16));

@@ -307,15 +307,16 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     result.launch = reference.launch;
   };
   using Chain = SinglePolicyChain<Policy>;
-  auto run_heads = [&](auto persistent_tag, auto rows_tag) {
-    constexpr bool P = decltype(persistent_tag)::value, R = decltype(rows_tag)::value;
+  auto run_heads = [&](auto persistent_tag, auto layout) {
+    constexpr bool P = decltype(persistent_tag)::value;
+    using KvLayout = decltype(layout);
     with_one_of(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
-      run(detail::DecodeKernel<T, HeadDim, decltype(rows)::value, Chain, Policy, P, KvT, R, Variant>{});
+      run(detail::DecodeKernel<DecodeTraits<T, HeadDim, decltype(rows)::value, Policy, KvT, KvLayout, Variant>, Chain, P>{});
     });
   };
   auto run_layout = [&](auto persistent_tag) {
-    if (prob.shape.layout != CacheLayout::vllm) { run_heads(persistent_tag, std::true_type{}); }
-    else { run_heads(persistent_tag, std::false_type{}); }
+    if (prob.shape.layout != CacheLayout::vllm) { run_heads(persistent_tag, TokenRowsKvLayout{}); }
+    else { run_heads(persistent_tag, VllmKvLayout{}); }
   };
   if (persistent) { run_layout(std::true_type{}); }
   else { run_layout(std::false_type{}); }

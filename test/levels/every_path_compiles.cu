@@ -20,7 +20,7 @@ template <class T, int HeadDim, int Rows, class KvT, class KvLayout, class Chain
 const void* kernel_of()
 {
   return reinterpret_cast<const void*>(
-      pagedattn::detail::DecodeKernel<T, HeadDim, Rows, Chain, Policy, Persistent, KvT, KvLayout>::function());
+      pagedattn::detail::DecodeKernel<pagedattn::DecodeTraits<T, HeadDim, Rows, Policy, KvT, KvLayout>, Chain, Persistent>::function());
 }
 
 /// One configuration's kernel under each policy of the default chain, as the dispatch instantiates them (the

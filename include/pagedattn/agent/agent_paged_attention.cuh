@@ -17,6 +17,7 @@
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/decode_traits.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/grid/grid_barrier.cuh>
@@ -34,33 +35,37 @@ namespace detail {
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 } // namespace detail
 
-/// Policy: an AgentPagedAttentionPolicy (or a struct derived from it). T: query and output; KvT: the caches.
-/// KvLayout: how the caches lie (agent/kv_cache_layout.cuh: VllmKvLayout or TokenRowsKvLayout), which each
-/// fold reads. Variant: a DecodeVariant, the score
-/// variant both folds and the sinks call and the epilogue each output element passes through
-/// (agent/decode_variant.cuh).
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
-          class Variant = DecodeVariant<>>
+/// Traits: a DecodeTraits (agent/decode_traits.cuh), the instantiation's element types, head size, query rows,
+/// policy, cache layout and variant (the score variant both folds and the sinks call, and the epilogue each
+/// output element passes through).
+template <class Traits>
 class AgentPagedAttention {
 public:
+  using T = typename Traits::T;
+  using KvT = typename Traits::KvT;
+  using Policy = typename Traits::AgentPolicy;
+  using KvLayout = typename Traits::KvLayout;
+  using Variant = typename Traits::Variant;
+  static constexpr int head_dim = Traits::head_dim;
+  static constexpr int max_rows = Traits::max_rows;
   static constexpr int block_threads = Policy::block_threads;
   using Fold = std::conditional_t<detail::uses_tensor_cores<T, Policy, KvT>,
-                                  PartitionFoldTensorCore<T, HeadDim, MaxRows, Policy, KvT, KvLayout, typename Variant::Score>,
-                                  PartitionFoldCudaCore<T, HeadDim, MaxRows, Policy, KvT, KvLayout, typename Variant::Score>>;
-  using Combine = AgentPartitionCombine<HeadDim, MaxRows, block_threads>;
-  using SliceCombine = AgentSliceCombine<HeadDim, MaxRows, block_threads>;
+                                  PartitionFoldTensorCore<T, head_dim, max_rows, Policy, KvT, KvLayout, typename Variant::Score>,
+                                  PartitionFoldCudaCore<T, head_dim, max_rows, Policy, KvT, KvLayout, typename Variant::Score>>;
+  using Combine = AgentPartitionCombine<head_dim, max_rows, block_threads>;
+  using SliceCombine = AgentSliceCombine<head_dim, max_rows, block_threads>;
   using Plan = AgentDecodePlan<block_threads>;
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Fold::partial_after_storage;
 
-  static_assert(head_is_whole_vectors<KvT>(HeadDim), "a key is whole 16-byte vectors of the cache");
+  static_assert(head_is_whole_vectors<KvT>(head_dim), "a key is whole 16-byte vectors of the cache");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
 
-  /// The block's partial: stats [heads][2] (max score, exp sum), values [heads][HeadDim].
+  /// The block's partial: stats [heads][2] (max score, exp sum), values [heads][head_dim].
   struct PartialStorage {
-    float stats[MaxRows * 2];
-    alignas(16) float values[MaxRows * HeadDim];
+    float stats[max_rows * 2];
+    alignas(16) float values[max_rows * head_dim];
   };
   /// The tensor-core fold is done with its storage (the K/V stages) before it writes the partial, so the
   /// partial and the combine's scratch reuse it: 8 KB less per block at head 256 (a third block per SM
@@ -310,10 +315,10 @@ private:
     {
       const bool invalid = item.num_partitions < 0;
       const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
-      for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads)
+      for (int i = threadIdx.x; i < rows * head_dim; i += block_threads)
       {
-        const QueryRow row = query_row(p_, seq, seq_len, kv_head, first_row + i / HeadDim);
-        store_output(row.index, row.head, i % HeadDim, fill);
+        const QueryRow row = query_row(p_, seq, seq_len, kv_head, first_row + i / head_dim);
+        store_output(row.index, row.head, i % head_dim, fill);
       }
       if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       if constexpr (one_wave_capable)
@@ -333,7 +338,7 @@ private:
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
     {
       const float nan = __int_as_float(0x7fc00000);
-      for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads) { own.values[i] = nan; }
+      for (int i = threadIdx.x; i < rows * head_dim; i += block_threads) { own.values[i] = nan; }
       if (threadIdx.x < rows) { own.stats[2 * threadIdx.x + 1] = nan; }
       if (threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       __syncthreads();
@@ -364,9 +369,9 @@ private:
   /// once. Every thread first rescales its values from the old statistics, then the statistics are replaced.
   PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, int seq, int seq_len, int kv_head, int first_row, int rows)
   {
-    for (int i = threadIdx.x; i < rows * HeadDim; i += block_threads)
+    for (int i = threadIdx.x; i < rows * head_dim; i += block_threads)
     {
-      const int h = i / HeadDim;
+      const int h = i / head_dim;
       float max_score = own.stats[2 * h], exp_sum = own.stats[2 * h + 1];
       const float sink = variant_.score.Sink(p_, query_row(p_, seq, seq_len, kv_head, first_row + h));
       own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, sink), own.values[i]);

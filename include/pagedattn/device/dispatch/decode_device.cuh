@@ -79,39 +79,39 @@ inline cudaError_t stream_is_capturing(cudaStream_t stream, bool& capturing)
   return cudaSuccess;
 }
 
-/// Shared memory of one thread block of an instantiation (the launch's size and the policies' budget checks).
-template <class T, int HeadDim, int MaxRows, class Policy, class KvT = T, class KvLayout = VllmKvLayout, class Variant = DecodeVariant<>>
+/// Shared memory of one thread block of an instantiation (a DecodeTraits): the launch's size and the policies'
+/// budget checks.
+template <class Traits>
 constexpr std::size_t paged_attention_smem_bytes()
 {
-  return sizeof(typename AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>::TempStorage);
+  return sizeof(typename AgentPagedAttention<Traits>::TempStorage);
 }
 
 /// Devices whose per-kernel facts are cached; a device past them is asked every time.
 inline constexpr int cached_devices = 64;
 
-/// One instantiation of the decode kernel and its facts. Persistent: its grid is the resident blocks, which
-/// draw tickets until the items run out; else a block per item (see choose_grid). KvT: the caches' elements.
-/// KernelKvLayout: how the caches lie (agent/kv_cache_layout.cuh). KernelVariant: the kernel's second
-/// parameter, a DecodeVariant (its score variant and output epilogue).
-template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT = T,
-          class KernelKvLayout = VllmKvLayout, class KernelVariant = DecodeVariant<>>
+/// One instantiation of the decode kernel and its facts. Traits: a DecodeTraits (agent/decode_traits.cuh).
+/// PolicyChain: the chain whose device_policy compiles the kernel's body (paged_attention_kernel). Persistent:
+/// its grid is the resident blocks, which draw tickets until the items run out; else a block per item (see
+/// choose_grid).
+template <class Traits, class PolicyChain, bool Persistent>
 struct DecodeKernel {
-  using Variant = KernelVariant;
-  using KvLayout = KernelKvLayout;
-  using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>;
-  using AgentPolicy = Policy;
-  using Params = PagedAttentionParams<T, KvT>;
-  static constexpr int head_dim = HeadDim;
-  static constexpr int block_threads = Policy::block_threads;
-  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>();
+  using Agent = AgentPagedAttention<Traits>;
+  using AgentPolicy = typename Traits::AgentPolicy;
+  using KvLayout = typename Traits::KvLayout;
+  using Variant = typename Traits::Variant;
+  using Params = PagedAttentionParams<typename Traits::T, typename Traits::KvT>;
+  static constexpr int head_dim = Traits::head_dim;
+  static constexpr int block_threads = AgentPolicy::block_threads;
+  static constexpr std::size_t smem_bytes = paged_attention_smem_bytes<Traits>();
   /// The policy asks for one-wave launches and the agent's storage has room for the slice fold.
-  static constexpr bool one_wave_capable = Agent::one_wave_capable && Policy::one_wave_combine;
+  static constexpr bool one_wave_capable = Agent::one_wave_capable && AgentPolicy::one_wave_combine;
 
   static constexpr bool persistent = Persistent;
 
   static auto function()
   {
-    return paged_attention_kernel<T, HeadDim, MaxRows, PolicyChain, Policy, Persistent, KvT, KvLayout, Variant>;
+    return paged_attention_kernel<Traits, PolicyChain, Persistent>;
   }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when
@@ -121,9 +121,9 @@ struct DecodeKernel {
   {
     if (static_cast<std::size_t>(info.max_shared_per_block) < smem_bytes)
     {
-      return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + Policy::name + " needs " +
+      return fail(cudaErrorInvalidConfiguration, std::string("pagedattn::Decode: policy ") + AgentPolicy::name + " needs " +
                                                      std::to_string(smem_bytes) + " bytes of shared memory per block, the device allows " +
-                                                     std::to_string(info.max_shared_per_block) + " (head_size " + std::to_string(HeadDim) + ")");
+                                                     std::to_string(info.max_shared_per_block) + " (head_size " + std::to_string(head_dim) + ")");
     }
 #if !defined(__ILUVATAR__)
     if constexpr (smem_bytes > 48 * 1024)

@@ -41,7 +41,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     constexpr int D = decltype(head_dim)::value;
     using KvLayout = decltype(layout);
     with_one_of(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
-      result = f(DecodeKernel<T, D, decltype(count)::value, PolicyChain, Policy, Persistent, KvT, KvLayout, Variant>{});
+      result = f(DecodeKernel<DecodeTraits<T, D, decltype(count)::value, Policy, KvT, KvLayout, Variant>, PolicyChain, Persistent>{});
     });
   };
   with_one_of(std::integer_sequence<int, HeadDims...>{}, head_size, [&](auto head_dim) {

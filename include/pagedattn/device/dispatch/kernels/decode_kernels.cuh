@@ -18,23 +18,24 @@ constexpr int decode_launch_bound()
                                                                                             : Policy::min_blocks_per_sm;
 }
 
-/// Persistent: a grid of the resident blocks that draw tickets until the items run out; else a block per
-/// item of the host's bound (AgentPagedAttention::Run).
+/// Traits: a DecodeTraits (agent/decode_traits.cuh). Persistent: a grid of the resident blocks that draw tickets
+/// until the items run out; else a block per item of the host's bound (AgentPagedAttention::Run).
 ///
-/// Policy is the policy the host planned with: PolicyChain::invoke picks it from the PTX version of the code
-/// the device runs, which is code compiled with PolicyChain::device_policy == Policy. Compiled for any
+/// Traits::AgentPolicy is the policy the host planned with: PolicyChain::invoke picks it from the PTX version of
+/// the code the device runs, which is code compiled with PolicyChain::device_policy == that policy. Compiled for any
 /// other architecture this instantiation is never launched, so its body is left out there (a trap, should a
 /// chain break that contract): each architecture compiles its own policy's kernels only.
-template <class T, int HeadDim, int MaxRows, class PolicyChain, class Policy, bool Persistent, class KvT, class KvLayout,
-          class Variant>
-__global__ void __launch_bounds__(Policy::block_threads, (decode_launch_bound<Policy, HeadDim, Persistent>()))
-paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<T, KvT> params, const Variant variant)
+template <class Traits, class PolicyChain, bool Persistent>
+__global__ void
+__launch_bounds__(Traits::AgentPolicy::block_threads, (decode_launch_bound<typename Traits::AgentPolicy, Traits::head_dim, Persistent>()))
+paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<typename Traits::T, typename Traits::KvT> params,
+                       const typename Traits::Variant variant)
 {
-  if constexpr (std::is_same_v<Policy, typename PolicyChain::device_policy>)
+  if constexpr (std::is_same_v<typename Traits::AgentPolicy, typename PolicyChain::device_policy>)
   {
-    using Agent = AgentPagedAttention<T, HeadDim, MaxRows, Policy, KvT, KvLayout, Variant>;
-    // Dynamic shared memory: the tensor-core pipeline's stages exceed the 48 KB of static storage. (Aligned
-    // to 1024 bytes: the stages at its start need 128 for their copies and ldmatrix rows, see
+    using Agent = AgentPagedAttention<Traits>;
+    // Dynamic shared memory: the tensor-core pipeline's buffers exceed the 48 KB of static storage. (Aligned
+    // to 1024 bytes: the slabs at its start need 128 for their copies and ldmatrix rows, see
     // PartitionFoldTensorCore::TempStorage, and the tensor copies' swizzle 512.) The parameters are a
     // __grid_constant__: the tensor copies take their tensor maps' addresses.
     extern __shared__ __align__(1024) unsigned char paged_attention_smem[];
