@@ -50,7 +50,7 @@ __global__ void one_partition_kernel(const __half* q, const __half* k, const __h
       const float w = arch::shfl_idx(beta * p, t);
       for (int i = 0; i < partial.items_per_lane; ++i)
       {
-        partial.weighted_v[i] = fmaf(w, __half2float(v[std::size_t(first + t) * HeadDim + partial.dim(lane, i)]), partial.weighted_v[i]);
+        partial.accumulate(i, w, __half2float(v[std::size_t(first + t) * HeadDim + partial.dim(lane, i)]));
       }
     }
   }

@@ -138,6 +138,23 @@ public:
   }
 
 private:
+  /// Whether a launch combines in one wave: a cooperative launch in which every item has a block and the
+  /// slice fold takes every segment (block b folds item b, the blocks meet once at the grid barrier).
+  PAGEDATTN_DEVICE bool CombinesInOneWave(const PlannedLaunch& launch) const
+  {
+    return one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
+           launch.max_partitions <= one_wave_max_partitions;
+  }
+
+  /// Thread 0: the block's next ticket into temp_.ticket, which the block reads after a barrier. WaitForInit:
+  /// first wait for the init pass, which zeroes the ticket and the counters (programmatic dependent launch).
+  template <bool WaitForInit>
+  PAGEDATTN_DEVICE void TakeTicket()
+  {
+    if constexpr (WaitForInit) { arch::wait_for_prior_grids(); }
+    temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
+  }
+
   /// A persistent launch (a graph's, or a plain one under a loose bound): the blocks draw tickets until the
   /// items run out. A block draws its next ticket only when it is done with its item: drawn earlier (when
   /// the partition is folded, or when its last tile begins), the item waits for this one's combine while
@@ -148,7 +165,7 @@ private:
     const PlannedLaunch launch = plan.ChooseLaunch();
     if constexpr (one_wave_capable)
     {
-      if (p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) && launch.max_partitions <= one_wave_max_partitions)
+      if (CombinesInOneWave(launch))
       {
         PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
         if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true); }
@@ -157,10 +174,10 @@ private:
       }
       if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
     }
-    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters
+    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters (once)
     for (;;)
     {
-      if (threadIdx.x == 0) { temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u); }
+      if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/false>(); }
       __syncthreads();
       const unsigned ticket = temp_.ticket;
       __syncthreads(); // every thread has the ticket before thread 0 writes the next
@@ -226,8 +243,7 @@ private:
     // The lengths first: their round trip overlaps everything up to the check.
     const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
     const PlannedLaunch uniform = plan.UniformLaunchOf();
-    const bool uniform_one_wave = one_wave_capable && p_.cooperative && uniform.total_items <= static_cast<int>(gridDim.x) &&
-                                  uniform.max_partitions <= one_wave_max_partitions;
+    const bool uniform_one_wave = CombinesInOneWave(uniform);
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
     const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
     PlannedItem guess{};
@@ -242,11 +258,7 @@ private:
     // them leave without one (ChooseLaunch's exit_from).
     const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
     const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
-    if (threadIdx.x == 0 && drew_ticket) // with the check: the ticket's atomic overlaps the lengths' loads
-    {
-      arch::wait_for_prior_grids();
-      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-    }
+    if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
     bool mine = first_len == q.max_seq_len;
     for (int i = threadIdx.x + block_threads; i < q.num_seqs; i += block_threads) { mine &= q.seq_lens[i] == q.max_seq_len; }
     if (__syncthreads_and(mine))
@@ -259,11 +271,7 @@ private:
       }
       if (!drew_ticket)
       {
-        if (threadIdx.x == 0)
-        {
-          arch::wait_for_prior_grids();
-          temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-        }
+        if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/true>(); }
         __syncthreads();
       }
       const unsigned ticket = temp_.ticket;
@@ -275,19 +283,14 @@ private:
 
     const PlannedLaunch launch = plan.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
     if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
-    if (one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
-        launch.max_partitions <= one_wave_max_partitions)
+    if (CombinesInOneWave(launch))
     {
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
       const PlannedItem item = plan.ItemAt(blockIdx.x);
       return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
     }
-    if (threadIdx.x == 0 && !drew_ticket)
-    {
-      arch::wait_for_prior_grids(); // the init pass has zeroed the ticket and the counters
-      temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-    }
+    if (threadIdx.x == 0 && !drew_ticket) { TakeTicket</*WaitForInit=*/true>(); }
     __syncthreads();
     const unsigned ticket = temp_.ticket;
     if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }

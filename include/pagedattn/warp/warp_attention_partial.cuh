@@ -3,8 +3,8 @@
 //
 // Lane l holds dimensions d = l + i * warp_threads for i < items_per_lane (d < HeadDim); max_score and
 // exp_sum are the same in every lane. A warp that owns a stream of tokens keeps one of these per query
-// head and folds in tiles of tokens: begin_tile(), then each lane adds its tokens' weighted V to its slots
-// of weighted_v (fmaf, in token order); BlockReducePartials merges the warps' partials at the end.
+// head and folds in tiles of tokens with begin_tile() + accumulate(); BlockReducePartials merges the
+// warps' partials at the end.
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_arch.cuh>
 
@@ -32,7 +32,7 @@ struct WarpAttentionPartial {
 
   /// Start folding in a tile whose scores have maximum tile_max and sum of exp(s - tile_max) equal
   /// to tile_exp_sum. Rescales the running state by alpha and returns beta: the caller then adds
-  /// (beta * exp(s_t - tile_max)) * V_t of each token to weighted_v. This is
+  /// (beta * exp(s_t - tile_max)) * V_t for each token through accumulate(). This is
   /// OnlineSoftmaxCombine with the tile's weighted_v folded in afterwards, so no second
   /// accumulator is needed.
   PAGEDATTN_DEVICE float begin_tile(float tile_max, float tile_exp_sum)
@@ -44,6 +44,8 @@ struct WarpAttentionPartial {
     for (int i = 0; i < items_per_lane; ++i) { weighted_v[i] = detail::mul_rn(r.alpha, weighted_v[i]); }
     return r.beta;
   }
+
+  PAGEDATTN_DEVICE void accumulate(int i, float weight, float value) { weighted_v[i] = fmaf(weight, value, weighted_v[i]); }
 };
 
 } // namespace pagedattn
