@@ -17,6 +17,7 @@
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
 #include <pagedattn/agent/agent_partition_combine.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/decode_tile_scheduler.cuh>
 #include <pagedattn/agent/decode_traits.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/kv_cache_layout.cuh>
@@ -30,10 +31,6 @@
 #include <type_traits>
 
 namespace pagedattn {
-
-namespace detail {
-__host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
-} // namespace detail
 
 /// Traits: a DecodeTraits (agent/decode_traits.cuh), the instantiation's element types, head size, query rows,
 /// policy, cache layout and variant (the score variant both folds and the sinks call, and the epilogue each
@@ -58,6 +55,7 @@ public:
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Fold::partial_after_storage;
+  using Scheduler = DecodeTileScheduler<PagedAttentionParams<T, KvT>, block_threads, one_wave_capable>;
 
   static_assert(head_is_whole_vectors<KvT>(head_dim), "a key is whole 16-byte vectors of the cache");
   static_assert(block_threads % warp_threads == 0, "block_threads must be a multiple of the warp width");
@@ -124,188 +122,64 @@ public:
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
     Plan plan(temp_.plan(), temp_.cursor, p_.plan);
+    Scheduler scheduler(plan, temp_.ticket, p_);
     if constexpr (!Persistent)
     {
       // One call of RunItem, whatever the path: the fold is inlined once (each copy is tens of KB of code).
-      const Assignment a = AssignPlain(plan);
-      if (a.kind == Assignment::fold) { RunItem(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      const typename Scheduler::Assignment a = scheduler.AssignPlain([&](const ItemPlace& place, int partition_tokens) {
+        Fold::Prefetch(temp_.phase.fold, p_, place.seq, place.first_token, partition_tokens);
+      });
+      if (a.kind == Scheduler::Assignment::fold) { RunItem(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (one_wave_capable)
       {
-        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
+        if (a.kind == Scheduler::Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
       }
     }
-    else { RunPersistent(plan); }
+    else { RunPersistent(plan, scheduler); }
   }
 
 private:
-  /// Whether a launch combines in one wave: a cooperative launch in which every item has a block and the
-  /// slice fold takes every segment (block b folds item b, the blocks meet once at the grid barrier).
-  PAGEDATTN_DEVICE bool CombinesInOneWave(const PlannedLaunch& launch) const
-  {
-    return one_wave_capable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
-           launch.max_partitions <= one_wave_max_partitions;
-  }
-
-  /// Thread 0: the block's next ticket into temp_.ticket, which the block reads after a barrier. WaitForInit:
-  /// first wait for the init pass, which zeroes the ticket and the counters (programmatic dependent launch).
-  template <bool WaitForInit>
-  PAGEDATTN_DEVICE void TakeTicket()
-  {
-    if constexpr (WaitForInit) { arch::wait_for_prior_grids(); }
-    temp_.ticket = arch::atomic_fetch_add(p_.state.ticket, 1u);
-  }
-
   /// A persistent launch (a graph's, or a plain one under a loose bound): the blocks draw tickets until the
   /// items run out. A block draws its next ticket only when it is done with its item: drawn earlier (when
   /// the partition is folded, or when its last tile begins), the item waits for this one's combine while
   /// idle blocks could take it, which measured 3-12 % slower on the skewed batches (bench/NOTES.md,
   /// "Length-aware scheduling: the device plan").
-  PAGEDATTN_DEVICE void RunPersistent(Plan& plan)
+  PAGEDATTN_DEVICE void RunPersistent(Plan& plan, Scheduler& scheduler)
   {
     const PlannedLaunch launch = plan.ChooseLaunch();
     if constexpr (one_wave_capable)
     {
-      if (CombinesInOneWave(launch))
+      if (scheduler.CombinesInOneWave(launch))
       {
         PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-        if (static_cast<int>(blockIdx.x) < launch.total_items) { RunItem(plan.ItemAt(blockIdx.x), blockIdx.x, launch.partition_tokens, true); }
+        if (static_cast<int>(blockIdx.x) < launch.total_items)
+        {
+          const PlannedItem item = plan.ItemAt(blockIdx.x);
+          RunItem(item, scheduler.PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false);
+        }
         else { GridBarrier::Sync(); } // every block arrives once
         return;
       }
-      if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
+      if (!p_.words_zeroed) { scheduler.ZeroCombineWords(); } // a cooperative launch without an init pass
     }
     if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters (once)
     for (;;)
     {
-      if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/false>(); }
+      if (threadIdx.x == 0) { scheduler.template TakeTicket</*WaitForInit=*/false>(); }
       __syncthreads();
-      const unsigned ticket = temp_.ticket;
+      const unsigned ticket = scheduler.Ticket();
       __syncthreads(); // every thread has the ticket before thread 0 writes the next
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       const PlannedItem item = plan.ItemAt(ticket);
-      RunItem(item, ticket, launch.partition_tokens, /*one_wave=*/false);
+      RunItem(item, scheduler.PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, false);
       __syncthreads(); // the storage is free for the next item
     }
   }
 
-  /// A cooperative launch without an init pass whose lengths need the look-back: every block zeroes its
-  /// share of the ticket, arrival counters and statuses, then all meet at the grid barrier (which publishes
-  /// the zeros) before any ticket is drawn.
-  PAGEDATTN_DEVICE void ZeroCombineWords()
-  {
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * block_threads;
-    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(block_threads) + threadIdx.x; i < p_.reset_words; i += stride)
-    {
-      p_.state.ticket[i] = 0u;
-    }
-    GridBarrier::Sync();
-  }
-
-  /// Where a work item lies: its sequence, KV head, query rows (QueryRow) and first token (integer divisions
-  /// by runtime values: worked out while the block waits for a load where it can). Under a sliding window the
-  /// partitions start at the rows' fold start (window_fold_start; an invalid length has none).
-  struct ItemPlace {
-    int seq, kv_head, first_row, rows, first_token;
-  };
-  PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
-  {
-    const int seq = p_.by_segments_per_seq.quotient(item.segment);
-    const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
-    const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
-    const int head_part = k - kv_head * p_.head_parts;
-    const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.plan.window_left, p_.block_size) : 0;
-    const int first_row = head_part * p_.rows_per_part;
-    return {seq, kv_head, first_row, detail::min_int(p_.rows_per_part, p_.q_len * p_.gqa_ratio - first_row),
-            fold_start + item.partition * partition_tokens};
-  }
-
-  /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
-  /// with fewer items than blocks), or nothing.
-  struct Assignment {
-    enum Kind { none, fold, barrier_only } kind;
-    PlannedItem item;
-    ItemPlace place;
-    unsigned index;
-    int partition_tokens;
-    bool one_wave, prefetched;
-  };
-
-  /// A plain launch: a block per item of the bound. A batch whose every length is max_seq_len (the batch
-  /// the host planned for: its partition size, its grid, its one-wave decision) takes the host's plan with
-  /// no planning at all: the block reads the lengths while it prefetches its item's block ids and draws its
-  /// ticket, and one barrier says whether every length is the bound. Any other batch is planned
-  /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
-  /// without a block).
-  PAGEDATTN_DEVICE Assignment AssignPlain(Plan& plan)
-  {
-    const DecodePlanParams& q = p_.plan;
-    // The lengths first: their round trip overlaps everything up to the check.
-    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
-    const PlannedLaunch uniform = plan.UniformLaunchOf();
-    const bool uniform_one_wave = CombinesInOneWave(uniform);
-    // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
-    const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
-    PlannedItem guess{};
-    ItemPlace guess_place{};
-    if (speculate)
-    {
-      guess = plan.UniformItemAt(blockIdx.x);
-      guess_place = PlaceOf(guess, uniform.partition_tokens);
-      Fold::Prefetch(temp_.phase.fold, p_, guess_place.seq, guess_place.first_token, uniform.partition_tokens);
-    }
-    // Blocks past the plan's item budget draw theirs after the check: a batch that is not uniform may let
-    // them leave without one (ChooseLaunch's exit_from).
-    const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
-    const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
-    if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
-    bool mine = first_len == q.max_seq_len;
-    for (int i = threadIdx.x + block_threads; i < q.num_seqs; i += block_threads) { mine &= q.seq_lens[i] == q.max_seq_len; }
-    if (__syncthreads_and(mine))
-    {
-      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      if (uniform_one_wave)
-      {
-        if (!speculate) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
-        return {Assignment::fold, guess, guess_place, blockIdx.x, uniform.partition_tokens, true, true};
-      }
-      if (!drew_ticket)
-      {
-        if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/true>(); }
-        __syncthreads();
-      }
-      const unsigned ticket = temp_.ticket;
-      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
-      if (speculate && ticket == blockIdx.x) { return {Assignment::fold, guess, guess_place, ticket, uniform.partition_tokens, false, true}; }
-      const PlannedItem item = plan.UniformItemAt(ticket); // (its block ids staged again: nobody has read the guess's)
-      return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
-    }
-
-    const PlannedLaunch launch = plan.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
-    if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
-    if (CombinesInOneWave(launch))
-    {
-      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
-      const PlannedItem item = plan.ItemAt(blockIdx.x);
-      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
-    }
-    if (threadIdx.x == 0 && !drew_ticket) { TakeTicket</*WaitForInit=*/true>(); }
-    __syncthreads();
-    const unsigned ticket = temp_.ticket;
-    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
-    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
-    const PlannedItem item = plan.ItemAt(ticket);
-    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
-  }
-
-  /// Fold work item `item` (number `index`: its partial slot) and combine it; with one_wave, the slice
-  /// fold after the grid barrier, which this block reaches exactly once.
-  PAGEDATTN_DEVICE void RunItem(const PlannedItem item, unsigned index, int partition_tokens, bool one_wave)
-  {
-    RunItem(item, PlaceOf(item, partition_tokens), index, partition_tokens, one_wave, false);
-  }
-  /// With the item's place worked out (PlaceOf), and its block ids perhaps prefetched already.
+  /// Fold work item `item` (number `index`: its partial slot), at `place` (the scheduler's PlaceOf; its block
+  /// ids prefetched already where `prefetched`), and combine it; with one_wave, the slice fold after the grid
+  /// barrier, which this block reaches exactly once.
   PAGEDATTN_DEVICE void RunItem(const PlannedItem item, const ItemPlace place, unsigned index, int partition_tokens, bool one_wave,
                                 bool prefetched)
   {

@@ -44,7 +44,7 @@ struct PagedAttentionParams {
 
   // Derived by the dispatch.
   int rows_per_part, head_parts; ///< a KV head's q_len x gqa_ratio query rows, split into parts of <= MaxRows rows
-  PartitionDivisor by_segments_per_seq, by_head_parts; ///< a segment's sequence and KV head by multiplies (AgentPagedAttention::PlaceOf)
+  PartitionDivisor by_segments_per_seq, by_head_parts; ///< a segment's sequence and KV head by multiplies (DecodeTileScheduler::PlaceOf)
   int gqa_ratio;
   /// What every block plans its work from (AgentDecodePlan): the lengths, the schedule model, the storage.
   DecodePlanParams plan;

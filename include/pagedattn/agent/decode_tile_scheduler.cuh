@@ -1,0 +1,174 @@
+#pragma once
+// The decode's tile scheduler: which work item each thread block of a launch folds, and in which combine. It
+// draws the tickets (the init pass zeroes them, or ZeroCombineWords in a cooperative launch without one),
+// decides once per plan whether a launch combines in one wave, says where an item lies (ItemPlace), and
+// assigns a plain launch's block its item (AssignPlain: the uniform fast path and its speculation, or the
+// device plan's item). AgentPagedAttention runs what it assigns: the fold (mainloop) and the combine and
+// output (epilogue).
+#include <pagedattn/agent/agent_decode_plan.cuh>
+#include <pagedattn/agent/agent_slice_combine.cuh>
+#include <pagedattn/agent/decode_schedule.cuh>
+#include <pagedattn/grid/grid_barrier.cuh>
+#include <pagedattn/util_arch.cuh>
+
+#include <cstddef>
+
+namespace pagedattn {
+
+namespace detail {
+__host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
+} // namespace detail
+
+/// Where a work item lies: its sequence, KV head, query rows (QueryRow) and first token (integer divisions
+/// by runtime values: worked out while the block waits for a load where it can). Under a sliding window the
+/// partitions start at the rows' fold start (window_fold_start; an invalid length has none).
+struct ItemPlace {
+  int seq, kv_head, first_row, rows, first_token;
+};
+
+/// Params: the kernel's PagedAttentionParams. BlockThreads: the block's threads. OneWaveCapable: whether the
+/// kernel may combine in one wave (its agent's storage has room for the slice fold, and its policy asks).
+template <class Params, int BlockThreads, bool OneWaveCapable>
+class DecodeTileScheduler {
+public:
+  using Plan = AgentDecodePlan<BlockThreads>;
+
+  /// plan: the block's plan of the launch; ticket: a shared word for the drawn ticket.
+  PAGEDATTN_DEVICE DecodeTileScheduler(Plan& plan, unsigned& ticket, const Params& p) : plan_(plan), ticket_(ticket), p_(p) {}
+
+  /// Whether a launch combines in one wave: a cooperative launch in which every item has a block and the
+  /// slice fold takes every segment (block b folds item b, the blocks meet once at the grid barrier).
+  PAGEDATTN_DEVICE bool CombinesInOneWave(const PlannedLaunch& launch) const
+  {
+    return OneWaveCapable && p_.cooperative && launch.total_items <= static_cast<int>(gridDim.x) &&
+           launch.max_partitions <= one_wave_max_partitions;
+  }
+
+  /// Thread 0: the block's next ticket into the shared word, which the block reads (Ticket()) after a barrier. WaitForInit:
+  /// first wait for the init pass, which zeroes the ticket and the counters (programmatic dependent launch).
+  template <bool WaitForInit>
+  PAGEDATTN_DEVICE void TakeTicket()
+  {
+    if constexpr (WaitForInit) { arch::wait_for_prior_grids(); }
+    ticket_ = arch::atomic_fetch_add(p_.state.ticket, 1u);
+  }
+
+  /// The ticket drawn last (after the barrier that follows TakeTicket).
+  PAGEDATTN_DEVICE unsigned Ticket() const { return ticket_; }
+
+  /// A cooperative launch without an init pass whose lengths need the look-back: every block zeroes its
+  /// share of the ticket, arrival counters and statuses, then all meet at the grid barrier (which publishes
+  /// the zeros) before any ticket is drawn.
+  PAGEDATTN_DEVICE void ZeroCombineWords()
+  {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * BlockThreads;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(BlockThreads) + threadIdx.x; i < p_.reset_words; i += stride)
+    {
+      p_.state.ticket[i] = 0u;
+    }
+    GridBarrier::Sync();
+  }
+
+  /// Where work item `item` lies (ItemPlace).
+  PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
+  {
+    const int seq = p_.by_segments_per_seq.quotient(item.segment);
+    const int k = item.segment - seq * p_.head_parts * p_.num_kv_heads; // kv_head * head_parts + head_part
+    const int kv_head = p_.head_parts == 1 ? k : p_.by_head_parts.quotient(k);
+    const int head_part = k - kv_head * p_.head_parts;
+    const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.plan.window_left, p_.block_size) : 0;
+    const int first_row = head_part * p_.rows_per_part;
+    return {seq, kv_head, first_row, detail::min_int(p_.rows_per_part, p_.q_len * p_.gqa_ratio - first_row),
+            fold_start + item.partition * partition_tokens};
+  }
+
+  /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
+  /// with fewer items than blocks), or nothing.
+  struct Assignment {
+    enum Kind { none, fold, barrier_only } kind;
+    PlannedItem item;
+    ItemPlace place;
+    unsigned index;
+    int partition_tokens;
+    bool one_wave, prefetched;
+  };
+
+  /// A plain launch: a block per item of the bound. A batch whose every length is max_seq_len (the batch
+  /// the host planned for: its partition size, its grid, its one-wave decision) takes the host's plan with
+  /// no planning at all: the block reads the lengths while it prefetches its item's block ids and draws its
+  /// ticket, and one barrier says whether every length is the bound. Any other batch is planned
+  /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
+  /// without a block).
+  ///
+  /// prefetch(place, partition_tokens) stages the guessed item's block ids (the fold's Prefetch) while the
+  /// lengths load.
+  template <class Prefetch>
+  PAGEDATTN_DEVICE Assignment AssignPlain(Prefetch&& prefetch)
+  {
+    const DecodePlanParams& q = p_.plan;
+    // The lengths first: their round trip overlaps everything up to the check.
+    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    const PlannedLaunch uniform = plan_.UniformLaunchOf();
+    const bool uniform_one_wave = CombinesInOneWave(uniform);
+    // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
+    const bool speculate = static_cast<int>(blockIdx.x) < uniform.total_items;
+    PlannedItem guess{};
+    ItemPlace guess_place{};
+    if (speculate)
+    {
+      guess = plan_.UniformItemAt(blockIdx.x);
+      guess_place = PlaceOf(guess, uniform.partition_tokens);
+      prefetch(guess_place, uniform.partition_tokens);
+    }
+    // Blocks past the plan's item budget draw theirs after the check: a batch that is not uniform may let
+    // them leave without one (ChooseLaunch's exit_from).
+    const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
+    const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
+    if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
+    bool mine = first_len == q.max_seq_len;
+    for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= q.seq_lens[i] == q.max_seq_len; }
+    if (__syncthreads_and(mine))
+    {
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (uniform_one_wave)
+      {
+        if (!speculate) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+        return {Assignment::fold, guess, guess_place, blockIdx.x, uniform.partition_tokens, true, true};
+      }
+      if (!drew_ticket)
+      {
+        if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/true>(); }
+        __syncthreads();
+      }
+      const unsigned ticket = ticket_;
+      if (ticket >= static_cast<unsigned>(uniform.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
+      if (speculate && ticket == blockIdx.x) { return {Assignment::fold, guess, guess_place, ticket, uniform.partition_tokens, false, true}; }
+      const PlannedItem item = plan_.UniformItemAt(ticket); // (its block ids staged again: nobody has read the guess's)
+      return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
+    }
+
+    const PlannedLaunch launch = plan_.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
+    if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
+    if (CombinesInOneWave(launch))
+    {
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
+      const PlannedItem item = plan_.ItemAt(blockIdx.x);
+      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
+    }
+    if (threadIdx.x == 0 && !drew_ticket) { TakeTicket</*WaitForInit=*/true>(); }
+    __syncthreads();
+    const unsigned ticket = ticket_;
+    if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
+    PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+    const PlannedItem item = plan_.ItemAt(ticket);
+    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
+  }
+
+private:
+  Plan& plan_;
+  unsigned& ticket_;
+  const Params& p_;
+};
+
+} // namespace pagedattn
