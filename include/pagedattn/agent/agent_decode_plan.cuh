@@ -117,7 +117,7 @@ public:
     unsigned long long items = 0;
     for (int base = 0; base < p_.num_seqs; base += BlockThreads)
     {
-      const int n = min_int(BlockThreads, p_.num_seqs - base);
+      const int n = detail::min_int(BlockThreads, p_.num_seqs - base);
       if (base > 0)
       {
         __syncthreads(); // the previous chunk is counted
@@ -255,7 +255,6 @@ private:
   int tokens_;
 
   PAGEDATTN_DEVICE static int max_int(int a, int b) { return a > b ? a : b; }
-  PAGEDATTN_DEVICE static int min_int(int a, int b) { return a < b ? a : b; }
   PAGEDATTN_DEVICE bool valid(int len) const { return valid_seq_len(len, p_.max_seq_len, p_.table_tokens); }
   /// The length the model counts: the sequence's (its window's span, window_span), 0 where it is invalid
   /// (one item all the same).
@@ -294,7 +293,7 @@ private:
   /// scans of their items and group slots, thread j's entry held in its registers.
   PAGEDATTN_DEVICE void LoadChunk(int base, long long first_item, long long first_group, bool lens_loaded)
   {
-    const int n = min_int(BlockThreads, p_.num_seqs - base);
+    const int n = detail::min_int(BlockThreads, p_.num_seqs - base);
     int items = 0, groups = 0;
     held_len_ = 0;
     if (static_cast<int>(threadIdx.x) < n)

@@ -21,6 +21,11 @@
 
 namespace pagedattn {
 
+namespace detail {
+/// min for ints, constexpr on host and device.
+PAGEDATTN_HOST_DEVICE constexpr int min_int(int a, int b) { return a < b ? a : b; }
+} // namespace detail
+
 /// What the schedule model knows besides the lengths.
 struct ScheduleModel {
   int wave_blocks;          ///< thread blocks resident at once: SMs x the policy's min_blocks_per_sm

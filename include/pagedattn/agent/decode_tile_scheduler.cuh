@@ -15,10 +15,6 @@
 
 namespace pagedattn {
 
-namespace detail {
-__host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
-} // namespace detail
-
 /// Where a work item lies: its sequence, KV head, query rows (QueryRow) and first token (integer divisions
 /// by runtime values: worked out while the block waits for a load where it can). Under a sliding window the
 /// partitions start at the rows' fold start (window_fold_start; an invalid length has none).
