@@ -13,7 +13,7 @@ void check_limits_of_kernel()
                     << " max rows " << MaxRows << " token rows " << KvLayout::value_rows);
   using Traits = pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy, KvT, KvLayout>;
   using Agent = pagedattn::AgentPagedAttention<Traits>;
-  using Fold = typename Agent::Fold;
+  using Fold = typename Agent::Mainloop;
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on

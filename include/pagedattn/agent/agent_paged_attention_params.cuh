@@ -7,22 +7,22 @@
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/util_fp8.cuh>
+#include <pagedattn/warp/warp_tile_cuda_core.cuh>
 
 namespace pagedattn {
 
 /// Everything a decode launch needs, resolved by the dispatch (device pointers, strides in elements).
 /// T: query and output; KvT: the caches' elements (T, or an fp8 format with the scales below).
+/// The caches are its PagedCacheView (warp/warp_tile_cuda_core.cuh): key_cache, value_cache (vLLM's layout:
+/// [num_blocks][num_kv_heads][head_size / x][block_size][x] and [num_blocks][num_kv_heads][head_size][block_size];
+/// token rows, CacheLayout hnd and nhd: element d of token t of cache block b and KV head h of either cache at
+/// b * cache_block_stride + h * cache_head_stride + t * cache_token_stride + d), their strides and block_size.
+/// The CUDA-core warp tile reads the view where it lies, in the kernel's parameters: a copy of it took
+/// registers through the tile loop (bench/NOTES.md, "Code structure").
 template <class T, class KvT = T>
-struct PagedAttentionParams {
+struct PagedAttentionParams : PagedCacheView<KvT> {
   const T* query;                                   ///< query token i of sequence s at row s * q_len + i (QueryRow)
   std::int64_t query_seq_stride, query_head_stride; ///< (the seq stride is the stride of those rows)
-  const KvT* key_cache;   ///< vLLM: [num_blocks][num_kv_heads][head_size / x][block_size][x]; token rows: see below
-  const KvT* value_cache; ///< vLLM: [num_blocks][num_kv_heads][head_size][block_size]; token rows: see below
-  /// Token rows (CacheLayout hnd, nhd): element d of token t of cache block b and KV head h of either cache
-  /// at b * cache_block_stride + h * cache_head_stride + t * cache_token_stride + d. vLLM's layout: its
-  /// runs of one block and KV head at b * cache_block_stride + h * cache_head_stride (token stride 0).
-  bool token_rows;
-  std::int64_t cache_block_stride, cache_head_stride, cache_token_stride;
   const float* k_scale;   ///< fp8 caches: K's and V's scales of KV head h at [h * scale_head_stride]; else null
   const float* v_scale;
   std::int64_t scale_head_stride;
@@ -31,7 +31,7 @@ struct PagedAttentionParams {
   int max_blocks_per_seq;
   const int* seq_lens;
   int max_seq_len;
-  int num_kv_heads, block_size;
+  int num_kv_heads;
   float scale;
   const float* alibi_slopes; ///< [num_heads] or null
   float logit_softcap;       ///< > 0: logits soft-capped (soft_capped_logit); 0: off

@@ -1,10 +1,10 @@
 #pragma once
-// The decode's tile scheduler: which work item each thread block of a launch folds, and in which combine. It
+// The decode's tile scheduler: which work items each thread block of a launch folds, and in which combine. It
 // draws the tickets (the init pass zeroes them, or ZeroCombineWords in a cooperative launch without one),
-// decides once per plan whether a launch combines in one wave, says where an item lies (ItemPlace), and
-// assigns a plain launch's block its item (AssignPlain: the uniform fast path and its speculation, or the
-// device plan's item). AgentPagedAttention runs what it assigns: the fold (mainloop) and the combine and
-// output (epilogue).
+// decides once per plan whether a launch combines in one wave, says where an item lies (ItemPlace), assigns
+// a plain launch's block its item (AssignPlain: the uniform fast path and its speculation, or the device
+// plan's item) and runs a persistent launch's loop of tickets. Run hands each item to the agent's callback,
+// which folds it (the mainloop) and combines and writes it (DecodeEpilogue).
 #include <pagedattn/agent/agent_decode_plan.cuh>
 #include <pagedattn/agent/agent_slice_combine.cuh>
 #include <pagedattn/agent/decode_schedule.cuh>
@@ -76,6 +76,71 @@ public:
     const int first_row = head_part * p_.rows_per_part;
     return {seq, kv_head, first_row, detail::min_int(p_.rows_per_part, p_.q_len * p_.gqa_ratio - first_row),
             fold_start + item.partition * partition_tokens};
+  }
+
+  /// The block's share of the launch: run_item(item, place, index, partition_tokens, one_wave, prefetched)
+  /// for each work item it takes (index: the item's partial slot; one_wave: it combines in one wave, and
+  /// meets the grid's other blocks exactly once; prefetched: its block ids were staged by prefetch(place,
+  /// partition_tokens), the fold's Prefetch, during the assignment).
+  /// - Plain (a block per item of the bound): one item at most (AssignPlain), so that the fold is inlined
+  ///   once (each copy is tens of KB of code) and no loop surrounds it, which keeps its registers: a loop
+  ///   costs the tensor-core fold 24 registers at head 256 and 51 at head 128 before the policy's bound
+  ///   (bench/NOTES.md, "Length-aware scheduling: the device plan").
+  /// - Persistent (a grid of the resident blocks: a graph's launch, whose bound may be far above the lengths
+  ///   it replays, and a plain one whose bound admits many waves of items): the one-wave launch's item b,
+  ///   or tickets until the items run out (RunTickets).
+  template <bool Persistent, class Prefetch, class RunItem>
+  PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
+  {
+    if constexpr (!Persistent)
+    {
+      const Assignment a = AssignPlain(prefetch);
+      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if constexpr (OneWaveCapable)
+      {
+        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
+      }
+    }
+    else { RunTickets(run_item); }
+  }
+
+private:
+  /// A persistent launch: the blocks draw tickets until the items run out. A block draws its next ticket
+  /// only when it is done with its item: drawn earlier (when the partition is folded, or when its last tile
+  /// begins), the item waits for this one's combine while idle blocks could take it, which measured 3-12 %
+  /// slower on the skewed batches (bench/NOTES.md, "Length-aware scheduling: the device plan").
+  template <class RunItem>
+  PAGEDATTN_DEVICE void RunTickets(RunItem& run_item)
+  {
+    const PlannedLaunch launch = plan_.ChooseLaunch();
+    if constexpr (OneWaveCapable)
+    {
+      if (CombinesInOneWave(launch))
+      {
+        PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+        if (static_cast<int>(blockIdx.x) < launch.total_items)
+        {
+          const PlannedItem item = plan_.ItemAt(blockIdx.x);
+          run_item(item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false);
+        }
+        else { GridBarrier::Sync(); } // every block arrives once
+        return;
+      }
+      if (!p_.words_zeroed) { ZeroCombineWords(); } // a cooperative launch without an init pass
+    }
+    if (threadIdx.x == 0) { arch::wait_for_prior_grids(); } // the init pass has zeroed the ticket and the counters (once)
+    for (;;)
+    {
+      if (threadIdx.x == 0) { TakeTicket</*WaitForInit=*/false>(); }
+      __syncthreads();
+      const unsigned ticket = Ticket();
+      __syncthreads(); // every thread has the ticket before thread 0 writes the next
+      if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
+      PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
+      const PlannedItem item = plan_.ItemAt(ticket);
+      run_item(item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, false);
+      __syncthreads(); // the storage is free for the next item
+    }
   }
 
   /// What a block of a plain launch does: fold one item, only arrive at the grid barrier (a one-wave launch
@@ -161,7 +226,6 @@ public:
     return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
   }
 
-private:
   Plan& plan_;
   unsigned& ticket_;
   const Params& p_;

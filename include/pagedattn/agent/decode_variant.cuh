@@ -88,6 +88,22 @@ struct DefaultScoreVariant {
   }
 };
 
+/// A score variant bound to its launch's parameters: the Scorer the tiles call (block/block_tile_tensor_core.cuh),
+/// which never see the parameters themselves.
+template <class ScoreVariant, class T, class KvT>
+struct BoundScoreVariant {
+  using Row = typename ScoreVariant::Row;
+  const ScoreVariant& variant;
+  const PagedAttentionParams<T, KvT>& p;
+
+  PAGEDATTN_DEVICE bool Visible(const Row& row, int pos) const { return variant.Visible(row, pos); }
+  template <int N>
+  PAGEDATTN_DEVICE void Logits(float (&score)[N], const Row& row, int pos) const
+  {
+    variant.Logits(p, score, row, pos);
+  }
+};
+
 /// The variant the kernel takes: a score variant and an output epilogue (thread/thread_output_epilogue.cuh),
 /// one kernel parameter.
 template <class ScoreVariant = DefaultScoreVariant, class OutputEpilogue = IdentityOutputEpilogue>

@@ -5,8 +5,9 @@
 // BlockReducePartials merges the warps' partials head by head.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
-#include <pagedattn/agent/warp_tile_cuda_core.cuh>
+#include <pagedattn/agent/kv_cache_layout.cuh>
 #include <pagedattn/block/block_reduce_partials.cuh>
+#include <pagedattn/warp/warp_tile_cuda_core.cuh>
 
 #include <cstdint>
 
@@ -18,7 +19,8 @@ class PartitionFoldCudaCore {
 public:
   static constexpr int block_threads = Policy::block_threads;
   static constexpr int warps = block_threads / warp_threads;
-  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxRows, warps, Policy, KvT, KvLayout, ScoreVariant>;
+  using Scorer = BoundScoreVariant<ScoreVariant, T, KvT>;
+  using WarpTile = WarpTileCudaCore<T, HeadDim, MaxRows, warps, Policy::key_vectors_in_flight, KvT, KvLayout, Scorer>;
   using Reduce = BlockReducePartials<HeadDim, block_threads>;
   static constexpr int tile_tokens = WarpTile::tile_tokens;
 
@@ -44,9 +46,18 @@ public:
                                    const PartitionWork& work, float* stats, float* values)
   {
     if (threadIdx.x == 0) { temp.invalid = 0; }
-    WarpTile::LoadQueries(temp.tile, p, variant, work, block_threads);
+    WarpTile::LoadQueries(
+        temp.tile, work.rows,
+        [&](int g) {
+          const QueryRow row = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g);
+          return p.query + row.index * p.query_seq_stride + row.head * p.query_head_stride;
+        },
+        p.scale * cache_key_scale(p, work.kv_head),
+        [&](int g) { return variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g)); }, block_threads);
     __syncthreads();
-    WarpTile warp_tile(temp.tile, temp.phase.loop, p, variant, work.kv_head, work.rows);
+    const PagedCacheView<KvT>& cache = p; // (the parameters' own: bench/NOTES.md, "Code structure")
+    const Scorer scorer{variant, p};
+    WarpTile warp_tile(temp.tile, temp.phase.loop, cache, scorer, cache_value_scale(p, work.kv_head), work.rows);
     for (int token0 = work.first_token + arch::warp_id() * tile_tokens; token0 < work.end_token; token0 += warps * tile_tokens)
     {
       // Lane t's token: its cache block, checked before anything is read from it.

@@ -31,9 +31,9 @@
 // it (BlockTileTensorCore). The pipeline is the bulk one.
 #include <pagedattn/agent/agent_paged_attention_params.cuh>
 #include <pagedattn/agent/agent_paged_attention_policy.cuh>
-#include <pagedattn/agent/block_tile_tensor_core.cuh>
 #include <pagedattn/agent/decode_variant.cuh>
 #include <pagedattn/agent/kv_cache_layout.cuh>
+#include <pagedattn/block/block_tile_tensor_core.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -73,7 +73,8 @@ public:
   /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
   static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
-  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Slab, KvT, tile_rows, ScoreVariant>;
+  using Scorer = BoundScoreVariant<ScoreVariant, T, KvT>;
+  using Tile = BlockTileTensorCore<T, HeadDim, warps, slabs, Slab, KvT, tile_rows, Scorer>;
   static constexpr int tile_tokens = Tile::tile_tokens;
   static_assert(stages >= 2, "the pipeline needs at least two stages");
   static_assert(MaxRows <= Tile::max_rows, "the tensor-core tile holds at most 32 query rows");
@@ -132,7 +133,9 @@ public:
     // A head padded to whole k-steps: K's vectors past it, which whole-run copies never write (cp.async
     // zero-fills them with each tile).
     if constexpr (bulk_copies && Slab::cache_vectors != Slab::key_vectors) { Slab::template ClearKeyPadding<slabs>(&temp.slab[0][0], stages, log2_block_size); }
-    Tile::StoreRows(temp.tile, p, variant, work); // (read after the tile loop's barriers)
+    Tile::StoreRows(temp.tile, work.rows, [&](int r) { // (read after the tile loop's barriers)
+      return variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r));
+    });
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
 
@@ -160,7 +163,14 @@ public:
       }
     };
 
-    Tile tile(temp.tile, p, variant, work, log2_block_size);
+    const Scorer scorer{variant, p};
+    Tile tile(
+        temp.tile, scorer,
+        [&](int r) {
+          const QueryRow query = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r);
+          return p.query + query.index * p.query_seq_stride + query.head * p.query_head_stride;
+        },
+        work.rows, p.scale * cache_key_scale(p, work.kv_head), cache_value_scale(p, work.kv_head), log2_block_size);
 #pragma unroll
     for (int i = 0; i < stages - 1; ++i) { load(i); }
     for (int i = 0; i < tiles; ++i)

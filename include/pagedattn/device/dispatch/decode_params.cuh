@@ -22,7 +22,6 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, Variants.
   p.key_cache = a.key_cache;
   p.value_cache = a.value_cache;
   const CacheStrides strides = cache_strides(a);
-  p.token_rows = a.cache_layout != CacheLayout::vllm;
   p.cache_block_stride = strides.block;
   p.cache_head_stride = strides.head;
   p.cache_token_stride = strides.token;

@@ -1,38 +1,58 @@
 #pragma once
 // The CUDA-core warp tile of the paged decode (every type; the only path for fp32 and on BI-V100).
 //
-// A warp folds warp_threads tokens at a time into one running WarpAttentionPartial per query row (QueryRow:
+// A warp folds warp_threads tokens at a time into one running WarpAttentionPartial per query row (the decode's QueryRow:
 // a head of the KV head's GQA group and a new token; "head" below):
 //   QK: lane t scores token t of the tile against every query of the group: it reads the key's 16-byte
 //       slices (vLLM's x-packed layout: for a fixed slice, consecutive lanes read consecutive 16 bytes)
 //       and the queries from shared memory (one broadcast address per warp), so no shuffle is needed.
-//   softmax: the tile's logits per head (the score variant's mask and Logits: agent/decode_variant.cuh),
-//       relative to the tile maximum (WarpReduceShfl max and sum),
+//   softmax: the tile's logits per head (the Scorer's mask and Logits, as BlockTileTensorCore's:
+//       block/block_tile_tensor_core.cuh), relative to the tile maximum (WarpReduceShfl max and sum),
 //       folded in with begin_tile(); the weights go to per-warp shared memory.
 //   PV: lane l owns dimensions l + i * warp_threads and reads their V rows (8 contiguous tokens: 16 bytes
 //       for fp16) once for all heads.
-// Caches in token rows (TokenRowsKvLayout: CacheLayout hnd and nhd, their strides read at run time) take
-// kernels of their own: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
+// The cache is read through a PagedCacheView (its pointers and strides, no other launch parameter) and a
+// KvLayout type (VllmKvLayout or TokenRowsKvLayout: agent/kv_cache_layout.cuh), whose key_token_stride and
+// key_vector_stride place a key's vectors and whose value_rows says where V lies. Caches in token rows
+// (CacheLayout hnd and nhd, their strides read at run time) take kernels of their own: a lane's key is its token's row (16-byte slices x elements apart), and the PV step
 // goes token by token, lane l owning the consecutive dims l * items .. (ConsumeValueRows: one load per
 // token where they fill whole 4, 8 or 16 bytes), which ReduceHead hands to the block reduce as such.
 // An fp8 cache (KvT fp8_e4m3 or fp8_e5m2) is dequantized as float(fp8) * scale with the scales folded in
 // where they cost least: K's into the queries (one multiply per query element per partition), V's into
 // the softmax weights the PV products use (one per token and head; the exp sums stay unscaled), so that
 // the output is sum(w * v_scale * v) / sum(w). vLLM's fp8 key layout has x = 16 (16 / sizeof(KvT)).
-#include <pagedattn/agent/agent_paged_attention_params.cuh>
-#include <pagedattn/agent/decode_variant.cuh>
-#include <pagedattn/agent/kv_cache_layout.cuh>
-#include <pagedattn/agent/warp_tile_context.cuh>
+#include <pagedattn/util_arch.cuh>
 #include <pagedattn/util_type.cuh>
 #include <pagedattn/warp/warp_attention_partial.cuh>
 #include <pagedattn/warp/warp_reduce_shfl.cuh>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int MaxRows, int Warps, class Policy, class KvT = T, class KvLayout = VllmKvLayout,
-          class ScoreVariant = DefaultScoreVariant>
+/// The paged cache as the warp tile reads it (strides in elements): cache block b's run of KV head h starts
+/// at b * cache_block_stride + h * cache_head_stride of either cache; in token rows, a token's row is
+/// cache_token_stride further than the previous one's (vLLM's layout: 0, its runs are KvLayout's).
+template <class KvT>
+struct PagedCacheView {
+  const KvT* key_cache;
+  const KvT* value_cache;
+  std::int64_t cache_block_stride, cache_head_stride, cache_token_stride;
+  int block_size;
+};
+
+/// What a warp needs to know about the tile of tokens it folds.
+struct WarpTileContext {
+  int kv_head;
+  int token0;        ///< first token of the tile (live: token0 < end_token)
+  int end_token;     ///< end of the partition's valid tokens
+  int lane_block_id; ///< cache block of token token0 + lane, checked to lie in [0, num_blocks) when live
+};
+
+/// KeyVectorsInFlight: how far a lane's key loads are unrolled (the policy's key_vectors_in_flight). Scorer: as
+/// BlockTileTensorCore's (Row, Visible, Logits).
+template <class T, int HeadDim, int MaxRows, int Warps, int KeyVectorsInFlight, class KvT, class KvLayout, class Scorer>
 class WarpTileCudaCore {
 public:
   static constexpr int tile_tokens = warp_threads;  ///< one token per lane
@@ -43,43 +63,40 @@ public:
   using Partial = WarpAttentionPartial<HeadDim>;
   static_assert(HeadDim % x == 0, "a key is a whole number of 16-byte vectors");
 
-  using Row = typename ScoreVariant::Row;
+  using Row = typename Scorer::Row;
 
   /// Block-wide: the rows' queries, pre-scaled, fp32, and what the variant keeps of each row.
   struct SharedStorage {
     alignas(16) float query[MaxRows][HeadDim];
-    Row row[MaxRows]; ///< rows past the work's: Row{}, which sees nothing
+    Row row[MaxRows]; ///< rows past the tile's: Row{}, which sees nothing
   };
   /// Per-warp scratch of the main loop (may alias other storage after the loop).
   struct LoopStorage {
     alignas(16) float weights[Warps][MaxRows][tile_tokens];
   };
 
-  /// Block-wide: the rows' queries and variant rows to shared memory. The caller syncs before the first Consume().
-  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
-                                           const PartitionWork& work, int block_threads)
+  /// Block-wide: the rows' queries (query_of(g): row g's HeadDim elements, for g < rows), times `scale` (the
+  /// softmax scale, times K's dequantization scale for an fp8 cache), and the scorer's rows (make_row(g)) to
+  /// shared memory. The caller syncs before the first Consume().
+  template <class QueryOf, class MakeRow>
+  static PAGEDATTN_DEVICE void LoadQueries(SharedStorage& shared, int rows, QueryOf&& query_of, float scale, MakeRow&& make_row, int block_threads)
   {
-    const float scale = p.scale * cache_key_scale(p, work.kv_head);
     for (int i = threadIdx.x; i < MaxRows * HeadDim; i += block_threads)
     {
       const int g = i / HeadDim, d = i % HeadDim;
       float q = 0.f;
-      if (g < work.rows)
-      {
-        const QueryRow row = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g);
-        q = ElementTraits<T>::to_float(p.query[row.index * p.query_seq_stride + row.head * p.query_head_stride + d]) * scale;
-      }
+      if (g < rows) { q = ElementTraits<T>::to_float(query_of(g)[d]) * scale; }
       shared.query[g][d] = q;
     }
-    for (int g = threadIdx.x; g < MaxRows; g += block_threads)
-    {
-      shared.row[g] = g < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g)) : Row{};
-    }
+    for (int g = threadIdx.x; g < MaxRows; g += block_threads) { shared.row[g] = g < rows ? make_row(g) : Row{}; }
   }
 
-  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedAttentionParams<T, KvT>& p,
-                                   const ScoreVariant& variant, int kv_head, int rows)
-      : shared_(shared), loop_(loop), p_(p), variant_(variant), value_scale_(cache_value_scale(p, kv_head)), rows_(rows)
+  /// value_scale: an fp8 cache's V scale (else unused). The tile keeps a reference to the cache view: pass
+  /// one that lies in the kernel's parameters (PagedAttentionParams is one), whose fields the loop reads
+  /// where they lie; a copy in registers cost the fp32 kernels spills.
+  PAGEDATTN_DEVICE WarpTileCudaCore(const SharedStorage& shared, LoopStorage& loop, const PagedCacheView<KvT>& cache, const Scorer& scorer,
+                                   float value_scale, int rows)
+      : shared_(shared), loop_(loop), cache_(cache), scorer_(scorer), value_scale_(value_scale), rows_(rows)
   {
 #pragma unroll
     for (int g = 0; g < MaxRows; ++g) { partial_[g].reset(); }
@@ -91,10 +108,10 @@ public:
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int pos = c.token0 + lane;
     const bool live = pos < c.end_token;
-    const std::int64_t head_offset = c.lane_block_id * p_.cache_block_stride + c.kv_head * p_.cache_head_stride;
+    const std::int64_t head_offset = c.lane_block_id * cache_.cache_block_stride + c.kv_head * cache_.cache_head_stride;
     // K's vector ch of the lane's token: vLLM's [head / x][block_size][x] run, or a token row.
-    const std::int64_t key_token_stride = KvLayout::template key_token_stride<x>(p_);
-    const std::int64_t key_vector_stride = KvLayout::template key_vector_stride<x>(p_);
+    const std::int64_t key_token_stride = KvLayout::template key_token_stride<x>(cache_);
+    const std::int64_t key_vector_stride = KvLayout::template key_vector_stride<x>(cache_);
 
     // QK: the lane's whole key against every query of the group.
     float score[MaxRows];
@@ -102,8 +119,8 @@ public:
     for (int g = 0; g < MaxRows; ++g) { score[g] = 0.f; }
     if (live)
     {
-      const KvT* k = p_.key_cache + head_offset + (pos % p_.block_size) * key_token_stride;
-#pragma unroll(Policy::key_vectors_in_flight)
+      const KvT* k = cache_.key_cache + head_offset + (pos % cache_.block_size) * key_token_stride;
+#pragma unroll(KeyVectorsInFlight)
       for (int ch = 0; ch < key_vectors; ++ch)
       {
         float kf[x];
@@ -134,9 +151,9 @@ public:
       if (g < rows_)
       {
         const Row& row = shared_.row[g];
-        const bool visible = live && variant_.Visible(row, pos);
+        const bool visible = live && scorer_.Visible(row, pos);
         float logit[1] = {score[g]};
-        if (visible) { variant_.Logits(p_, logit, row, pos); }
+        if (visible) { scorer_.Logits(logit, row, pos); }
         const float s = visible ? logit[0] : -INFINITY;
         const float tile_max = WarpReduceShfl<float>::AllMax(s); // -inf when no token of the tile is visible (then e = 0)
         const float e = visible ? expf(s - tile_max) : 0.f;
@@ -158,7 +175,7 @@ public:
         const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
         if (vpos >= c.end_token) { break; }                        // uniform
         const int valid = c.end_token - vpos; // tokens past the end are zeroed: the cache there may hold NaN
-        const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride + vpos % p_.block_size;
+        const KvT* v = cache_.value_cache + vblock * cache_.cache_block_stride + c.kv_head * cache_.cache_head_stride + vpos % cache_.block_size;
 #pragma unroll
         for (int i = 0; i < Partial::items_per_lane; ++i)
         {
@@ -166,7 +183,7 @@ public:
           if (d < HeadDim)
           {
             float vf[8];
-            load_eight_as_float(v + static_cast<std::int64_t>(d) * p_.block_size, vf);
+            load_eight_as_float(v + static_cast<std::int64_t>(d) * cache_.block_size, vf);
             if (valid < 8)
             {
 #pragma unroll
@@ -242,13 +259,13 @@ private:
       const int vblock = arch::shfl_idx(c.lane_block_id, 8 * j); // lane 8j owns token vpos
       if (vpos >= c.end_token) { break; }                        // uniform
       if (!has_dims) { continue; }
-      const KvT* v = p_.value_cache + vblock * p_.cache_block_stride + c.kv_head * p_.cache_head_stride +
-                     (vpos % p_.block_size) * p_.cache_token_stride + first;
+      const KvT* v = cache_.value_cache + vblock * cache_.cache_block_stride + c.kv_head * cache_.cache_head_stride +
+                     (vpos % cache_.block_size) * cache_.cache_token_stride + first;
 #pragma unroll
       for (int t = 0; t < 8; ++t)
       {
         if (vpos + t >= c.end_token) { break; } // uniform: dead tokens are never read
-        const KvT* row = v + t * p_.cache_token_stride;
+        const KvT* row = v + t * cache_.cache_token_stride;
         float vf[items];
         if (word != 0 && whole)
         {
@@ -286,9 +303,9 @@ private:
 
   const SharedStorage& shared_;
   LoopStorage& loop_;
-  const PagedAttentionParams<T, KvT>& p_;
-  const ScoreVariant& variant_;
-  const float value_scale_; ///< V's dequantization scale (1 unless the cache is fp8)
+  const PagedCacheView<KvT>& cache_;
+  const Scorer scorer_; ///< a copy (as BlockTileTensorCore's)
+  const float value_scale_; ///< V's dequantization scale (fp8 caches only)
   const int rows_;          ///< the block's query rows (<= MaxRows)
   Partial partial_[MaxRows];
 };

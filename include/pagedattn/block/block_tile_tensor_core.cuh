@@ -1,6 +1,6 @@
 #pragma once
 // The tensor-core fold of one KV tile (a KvSlab or KvSlabBulk in shared memory: Slab) into a thread block's running
-// partials, for up to Rows query rows of a KV head (QueryRow: its GQA group's heads x the new tokens), with mma.sync m16n8k16
+// partials, for up to Rows query rows of a KV head (the decode gives a KV head's GQA group's heads x the new tokens), with mma.sync m16n8k16
 // (fp16/bf16, sm_80+). Below, "heads" are those rows; each row masks the positions it does not see.
 //
 // The products are computed transposed, so that the heads fill the mma's n = 8, in n-tiles of 8 heads (Rows / 8
@@ -15,13 +15,13 @@
 //   QK: warp w takes the 16-dim k-steps w, w + Warps, ... of every token and writes its partial S^T to
 //       shared memory.
 //   softmax: after a barrier, warp w owns heads w * Rows/Warps .. (w+1) * Rows/Warps - 1: it sums the Warps
-//       partials of its heads (in warp order), takes their logits (the score variant's mask and Logits:
-//       agent/decode_variant.cuh), runs their online softmax (it alone keeps their running
-//       max and sum), and writes P and each head's rescale factor to shared memory.
+//       partials of its heads (in warp order), takes their logits (the Scorer's mask and Logits, below),
+//       runs their online softmax (it alone keeps their running max and sum), and writes P and each head's
+//       rescale factor to shared memory.
 //   PV: after a second barrier, warp w owns the 16-dim output tiles w, w + Warps, ... for all heads.
 // So each K and V byte is read from shared memory once, no work is repeated across warps, no warp keeps
 // more than its slice of Q and O in registers, and the block's partial needs no block-wide reduce.
-// An n-tile past the work's rows (24 rows in the 32-row tile) still takes its mma, on zero queries and
+// An n-tile past the tile's rows (24 rows in the 32-row tile) still takes its mma, on zero queries and
 // zero weights: an mma.sync under a condition costs a warp-convergence instruction each and is issued
 // predicated anyway, and the skip made 64x4096q4 15 % slower (bench/NOTES.md,
 // "Several query rows: the 32-row tile"). Its scores are
@@ -54,8 +54,13 @@
 //       2g + 1; the same tokens). So k (tokens) stays in order, B is P^T as for 16-bit V, and the m-rows
 //       g and g + 8 are the dims 16m + 2g and 16m + 2g + 1: the output's rows, permuted (StorePartial).
 // K's scale multiplies the scores with the softmax scale, V's the partial's values.
-#include <pagedattn/agent/agent_paged_attention_params.cuh>
-#include <pagedattn/agent/decode_variant.cuh>
+//
+// The tile sees no launch parameters: the caller hands it each row's query (a pointer), the scales, and a
+// Scorer, a copyable type with
+//   using Row = ...;  // what the tile keeps of one query row, in shared memory (StoreRows); Row{} sees nothing
+//   __device__ bool Visible(const Row&, int pos) const;
+//   template <int N> __device__ void Logits(float (&score)[N], const Row&, int pos) const; // N scaled scores, in place
+// (the decode's is its score variant bound to the launch: BoundScoreVariant, agent/decode_variant.cuh).
 #include <pagedattn/thread/thread_fp8.cuh>
 #include <pagedattn/thread/thread_online_softmax.cuh>
 #include <pagedattn/util_type.cuh>
@@ -66,7 +71,7 @@
 
 namespace pagedattn {
 
-template <class T, int HeadDim, int Warps, int Slabs, class Slab, class KvT = T, int Rows = 8, class ScoreVariant = DefaultScoreVariant>
+template <class T, int HeadDim, int Warps, int Slabs, class Slab, class KvT, int Rows, class Scorer>
 class BlockTileTensorCore {
 public:
   static constexpr int max_rows = Rows;      ///< query rows (a multiple of the mma's n = 8)
@@ -91,7 +96,7 @@ public:
   static constexpr int rows_per_warp = max_rows / Warps;          ///< softmax rows of a warp
   static constexpr int lanes_per_head = warp_threads / rows_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
-  using Row = typename ScoreVariant::Row;
+  using Row = typename Scorer::Row;
   static_assert(warp_threads == 32 && sizeof(T) == 2, "tensor-core tile: 32-lane warps, 16-bit types");
   static_assert(Rows % 8 == 0 && Rows <= 32, "rows: n-tiles of 8, up to 4");
   static_assert(HeadDim % 8 == 0 && (!is_fp8<KvT> || HeadDim % 16 == 0), "a head of whole 16-byte vectors of the cache");
@@ -102,21 +107,21 @@ public:
     alignas(16) float scores[Warps][max_rows][score_stride]; ///< each warp's partial S (head-major)
     alignas(16) T p[max_rows][p_stride];                     ///< the tile's softmax weights, rescaled, rounded
     float alpha[max_rows];                                   ///< each head's rescale factor of the running output
-    /// What the variant keeps of each row (rows past the work's: Row{}, which sees nothing), set by StoreRows
+    /// What the scorer keeps of each row (rows past the tile's: Row{}, which sees nothing), set by StoreRows
     /// before the first tile: read where the softmax needs it, it holds no register through the tile loop
     /// (the persistent kernel at head 256 spilled 80 bytes more with a window's first position in a register).
     Row row[max_rows];
   };
 
-  /// Threads 0 .. max_rows - 1: the variant's rows (StoreRows' callers sync before Consume).
-  static PAGEDATTN_DEVICE void StoreRows(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
-                                         const PartitionWork& work)
+  /// Threads 0 .. max_rows - 1: the scorer's rows, make_row(r) for r < rows (StoreRows' callers sync before Consume).
+  template <class MakeRow>
+  static PAGEDATTN_DEVICE void StoreRows(TempStorage& temp, int rows, MakeRow&& make_row)
   {
     const int r = threadIdx.x;
     if (r < max_rows)
     {
-      temp.row[r] = r < work.rows ? variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r)) : Row{};
-      if (r >= work.rows) // a row past the work's: its softmax may be skipped (Consume), so its P and factor are 0
+      temp.row[r] = r < rows ? make_row(r) : Row{};
+      if (r >= rows) // a row past the tile's: its softmax may be skipped (Consume), so its P and factor are 0
       {
         temp.alpha[r] = 0.f;
 #pragma unroll
@@ -125,26 +130,23 @@ public:
     }
   }
 
-  /// Loads the warp's slice of the rows' queries (rows past work.rows stay zero) and resets the state.
-  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const PagedAttentionParams<T, KvT>& p, const ScoreVariant& variant,
-                                       const PartitionWork& work, int log2_block_size)
-      : temp_(temp), p_(p), variant_(variant), layout_(log2_block_size), heads_(work.rows)
+  /// Loads the warp's slice of the rows' queries, query_of(r) row r's head_dim elements for r < rows (rows
+  /// past them stay zero), and resets the state. score_scale multiplies the scores before Logits (the
+  /// softmax scale, times K's dequantization scale for an fp8 cache); value_scale (an fp8 cache's V scale,
+  /// else unused) the partial's values.
+  template <class QueryOf>
+  PAGEDATTN_DEVICE BlockTileTensorCore(TempStorage& temp, const Scorer& scorer, QueryOf&& query_of, int rows, float score_scale, float value_scale,
+                                       int log2_block_size)
+      : temp_(temp), scorer_(scorer), scales_{score_scale, value_scale}, layout_(log2_block_size), heads_(rows)
   {
-    const int kv_head = work.kv_head, heads = work.rows;
-    if constexpr (is_fp8<KvT>)
-    {
-      scales_.score = p.scale * cache_key_scale(p, kv_head);
-      scales_.value = cache_value_scale(p, kv_head);
-    }
-    else { (void)kv_head; }
+    const int heads = rows;
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
 #pragma unroll
     for (int n = 0; n < n_tiles; ++n)
     {
       const int r = 8 * n + g; // this lane's B row
-      const QueryRow query = query_row(p, work.seq, work.seq_len, kv_head, work.first_row + (r < heads ? r : 0));
-      const T* row = p.query + query.index * p.query_seq_stride + query.head * p.query_head_stride;
+      const T* row = query_of(r < heads ? r : 0);
 #pragma unroll
       for (int i = 0; i < steps_per_warp; ++i)
       {
@@ -179,25 +181,88 @@ public:
   PAGEDATTN_DEVICE void Consume(const typename Slab::Storage* slab, int token0, int end_token)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
-    const int g = lane / 4, q = lane % 4;
-    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
     const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
-    // 16-bit slabs: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
-    // advances (linear_units), computed once per tile: an add per ldmatrix, not the layout's arithmetic.
-    // [h]: the slab's 16-token half h (QK's m-tile r % 2; PV's k-step st % 2).
-    int k_first[2] = {}, v_first[2] = {}, k_advance = 0, v_advance = 0;
+    const LaneUnits u = lane_units(lane, warp);
+    Scores<PartialTile>(slab, live_steps, u);
+    __syncthreads();
+
+    // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
+    // (A warp whose heads are a whole n-tile past the tile's rows skips it: their P stays the zero
+    // StoreRows wrote, which that n-tile's PV mma reads.)
+    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax<PartialTile>(token0, end_token, warp, lane); }
+    __syncthreads();
+
+    RescaleOutput();
+    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
+    if constexpr (fp8_cache && Slab::Layout::value_rows) { ValuesFp8Rows<PartialTile>(slab, live_steps); }
+    else if constexpr (fp8_cache) { ValuesFp8<PartialTile>(slab, live_steps); }
+    else { Values<PartialTile>(slab, live_steps, u); }
+  }
+
+  /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
+  /// stats[2h + 1] = exp sum, values[h * HeadDim + d] = weighted V. Unnormalised, as AttentionPartial.
+  PAGEDATTN_DEVICE void StorePartial(float* stats, float* values) const
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int i = 0; i < steps_per_warp; ++i)
+    {
+      const int m = warp + i * Warps;
+      if (m >= k_steps) { break; }
+#pragma unroll
+      for (int n = 0; n < n_tiles; ++n)
+      {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+        {
+          // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
+          const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
+          if (head < heads_ && dim < HeadDim) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
+        }
+      }
+    }
+    const int sh = warp * rows_per_warp + lane / lanes_per_head;
+    if (lane % lanes_per_head == 0 && sh < heads_)
+    {
+      stats[2 * sh] = max_score_;
+      stats[2 * sh + 1] = exp_sum_;
+    }
+  }
+
+private:
+  /// 16-bit slabs: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
+  /// advances (linear_units), computed once per tile: an add per ldmatrix, not the layout's arithmetic.
+  /// [h]: the slab's 16-token half h (QK's m-tile r % 2; PV's k-step st % 2). Zero where unused.
+  struct LaneUnits {
+    int k_first[2], v_first[2], k_advance, v_advance;
+  };
+  PAGEDATTN_DEVICE LaneUnits lane_units(int lane, int warp) const
+  {
+    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
+    LaneUnits u{};
     if constexpr (!fp8_cache && linear_units)
     {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
       {
-        k_first[h] = layout_.k_unit(2 * warp + upper, 16 * h + 8 * half + row8);
-        v_first[h] = value_unit(h, warp, upper, half, row8);
+        u.k_first[h] = layout_.k_unit(2 * warp + upper, 16 * h + 8 * half + row8);
+        u.v_first[h] = value_unit(h, warp, upper, half, row8);
       }
-      k_advance = layout_.k_unit(2 * (warp + Warps) + upper, 8 * half + row8) - k_first[0];
-      v_advance = value_unit(0, warp + Warps, upper, half, row8) - v_first[0];
+      u.k_advance = layout_.k_unit(2 * (warp + Warps) + upper, 8 * half + row8) - u.k_first[0];
+      u.v_advance = value_unit(0, warp + Warps, upper, half, row8) - u.v_first[0];
     }
+    else { (void)row8, (void)half, (void)upper; }
+    return u;
+  }
 
+  /// Consume's QK product: this warp's k-steps of the tile's live 16-token steps, its partial S^T to temp_.scores.
+  template <bool PartialTile>
+  PAGEDATTN_DEVICE void Scores(const typename Slab::Storage* slab, int live_steps, const LaneUnits& u)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
     float s[2 * Slabs][n_tiles][4];
 #pragma unroll
@@ -242,7 +307,7 @@ public:
         {
           if (PartialTile && r >= live_steps) { break; } // block-uniform
           std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
-          const int unit = linear_units ? k_first[r % 2] + i * k_advance : layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8);
+          const int unit = linear_units ? u.k_first[r % 2] + i * u.k_advance : layout_.k_unit(2 * step + upper, 16 * (r % 2) + 8 * half + row8);
           ldmatrix_x4(&slab[r / 2].k[unit], a0, a1, a2, a3);
 #pragma unroll
           for (int n = 0; n < n_tiles; ++n)
@@ -263,14 +328,12 @@ public:
         for (int k = 0; k < 4; ++k) { temp_.scores[warp][8 * n + 2 * q + k % 2][16 * r + g + 8 * (k / 2)] = s[r][n][k]; }
       }
     }
-    __syncthreads();
+  }
 
-    // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
-    // (A warp whose heads are a whole n-tile past the work's rows skips it: their P stays the zero
-    // StoreRows wrote, which that n-tile's PV mma reads.)
-    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax<PartialTile>(token0, end_token, warp, lane); }
-    __syncthreads();
-
+  /// Consume's rescale of the running output by each head's factor of the tile (after the softmax).
+  PAGEDATTN_DEVICE void RescaleOutput()
+  {
+    const int q = arch::lane_id() % 4;
     // The output columns of this lane are heads 2q and 2q + 1 of each n-tile.
 #pragma unroll
     for (int n = 0; n < n_tiles; ++n)
@@ -286,164 +349,148 @@ public:
       }
     }
 
-    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
-    if constexpr (fp8_cache && Slab::Layout::value_rows)
+  }
+
+  /// Consume's PV product, 16-bit V (dim-major, or token rows read transposed).
+  template <bool PartialTile>
+  PAGEDATTN_DEVICE void Values(const typename Slab::Storage* slab, int live_steps, const LaneUnits& u)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
+#pragma unroll
+    for (int st = 0; st < 2 * Slabs; ++st)
     {
+      if (PartialTile && st >= live_steps) { break; } // block-uniform
+      std::uint32_t b0[n_tiles], b1[n_tiles];
 #pragma unroll
-      for (int j = 0; j < Slabs; ++j)
+      for (int n = 0; n < n_tiles; ++n)
       {
-        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
-#pragma unroll
-        for (int n = 0; n < n_tiles; ++n)
-        {
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-          {
-            b[n][h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 2 * q]);
-            b[n][h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 8 + 2 * q]);
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          // Matrix e: token rows 8e .. 8e + 7 of the slab, 16 bytes = dims 16m .. 16m + 15; lane (g, q) gets
-          // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
-          // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
-          std::uint32_t v[4];
-          ldmatrix_x4_trans(&slab[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
-          std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            mma_m16n8k16<T>(out_[i][n], a[0][0], a[0][1], a[1][0], a[1][1], b[n][0][0], b[n][0][1]);
-          }
-          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            mma_m16n8k16<T>(out_[i][n], a[2][0], a[2][1], a[3][0], a[3][1], b[n][1][0], b[n][1][1]);
-          }
-        }
+        b0[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 2 * q]);
+        b1[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 8 + 2 * q]);
       }
-    }
-    else if constexpr (fp8_cache)
-    {
 #pragma unroll
-      for (int j = 0; j < Slabs; ++j)
+      for (int i = 0; i < steps_per_warp; ++i)
       {
-        if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
-        uint2 b0[n_tiles], b1[n_tiles];
+        const int m = warp + i * Warps;
+        if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+        std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
+        const int unit = linear_units ? u.v_first[st % 2] + i * u.v_advance : value_unit(st % 2, m, upper, half, row8);
+        if constexpr (Slab::Layout::value_rows) { ldmatrix_x4_trans(&slab[st / 2].v[unit], a0, a1, a2, a3); }
+        else { ldmatrix_x4(&slab[st / 2].v[unit], a0, a1, a2, a3); }
 #pragma unroll
         for (int n = 0; n < n_tiles; ++n)
         {
-          b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
-          b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
-        }
-        const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(slab[j].v);
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
-          if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
-          {
-            ldmatrix_x4(&slab[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
-          }
-          else // bs 8: a dim's 8 tokens per block, read as words
-          {
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-            {
-              v[e] = *reinterpret_cast<const std::uint32_t*>(v_bytes + layout_.v_fp8_byte(16 * m + g + 8 * (e & 1), 16 * (e >> 1) + 4 * q));
-            }
-          }
-          std::uint32_t a[4][2];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            mma_m16n8k16<T>(out_[i][n], a[0][0], a[1][0], a[0][1], a[1][1], b0[n].x, b0[n].y);
-          }
-          if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            mma_m16n8k16<T>(out_[i][n], a[2][0], a[3][0], a[2][1], a[3][1], b1[n].x, b1[n].y);
-          }
-        }
-      }
-    }
-    else
-    {
-#pragma unroll
-      for (int st = 0; st < 2 * Slabs; ++st)
-      {
-        if (PartialTile && st >= live_steps) { break; } // block-uniform
-        std::uint32_t b0[n_tiles], b1[n_tiles];
-#pragma unroll
-        for (int n = 0; n < n_tiles; ++n)
-        {
-          b0[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 2 * q]);
-          b1[n] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][16 * st + 8 + 2 * q]);
-        }
-#pragma unroll
-        for (int i = 0; i < steps_per_warp; ++i)
-        {
-          const int m = warp + i * Warps;
-          if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
-          std::uint32_t a0, a1, a2, a3; // dims 16m + row8 (+ 8), tokens 16st (+ 8)
-          const int unit = linear_units ? v_first[st % 2] + i * v_advance : value_unit(st % 2, m, upper, half, row8);
-          if constexpr (Slab::Layout::value_rows) { ldmatrix_x4_trans(&slab[st / 2].v[unit], a0, a1, a2, a3); }
-          else { ldmatrix_x4(&slab[st / 2].v[unit], a0, a1, a2, a3); }
-#pragma unroll
-          for (int n = 0; n < n_tiles; ++n)
-          {
-            mma_m16n8k16<T>(out_[i][n], a0, a1, a2, a3, b0[n], b1[n]);
-          }
+          mma_m16n8k16<T>(out_[i][n], a0, a1, a2, a3, b0[n], b1[n]);
         }
       }
     }
   }
 
-  /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
-  /// stats[2h + 1] = exp sum, values[h * HeadDim + d] = weighted V. Unnormalised, as AttentionPartial.
-  PAGEDATTN_DEVICE void StorePartial(float* stats, float* values) const
+  /// Consume's PV product, fp8 V in vLLM's layout (dim-major).
+  template <bool PartialTile>
+  PAGEDATTN_DEVICE void ValuesFp8(const typename Slab::Storage* slab, int live_steps)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int g = lane / 4, q = lane % 4;
+    const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
+#pragma unroll
+    for (int j = 0; j < Slabs; ++j)
+    {
+      if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+      uint2 b0[n_tiles], b1[n_tiles];
+#pragma unroll
+      for (int n = 0; n < n_tiles; ++n)
+      {
+        b0[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 4 * q]);      // tokens 4q .. 4q + 3
+        b1[n] = *reinterpret_cast<const uint2*>(&temp_.p[8 * n + g][32 * j + 16 + 4 * q]); // tokens 16 + 4q ..
+      }
+      const unsigned char* v_bytes = reinterpret_cast<const unsigned char*>(slab[j].v);
+#pragma unroll
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        const int m = warp + i * Warps;
+        if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+        std::uint32_t v[4]; // dims 16m + g (+ 8), tokens 4q .. 4q + 3 (+ 16)
+        if (layout_.log2_block_size() >= 4) // block-uniform: rows of 16 tokens of one dim
+        {
+          ldmatrix_x4(&slab[j].v[layout_.v_fp8_unit(16 * m + 8 * half + row8, upper)], v[0], v[1], v[2], v[3]);
+        }
+        else // bs 8: a dim's 8 tokens per block, read as words
+        {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+          {
+            v[e] = *reinterpret_cast<const std::uint32_t*>(v_bytes + layout_.v_fp8_byte(16 * m + g + 8 * (e & 1), 16 * (e >> 1) + 4 * q));
+          }
+        }
+        std::uint32_t a[4][2];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(v[e], a[e][0], a[e][1]); }
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          mma_m16n8k16<T>(out_[i][n], a[0][0], a[1][0], a[0][1], a[1][1], b0[n].x, b0[n].y);
+        }
+        if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          mma_m16n8k16<T>(out_[i][n], a[2][0], a[3][0], a[2][1], a[3][1], b1[n].x, b1[n].y);
+        }
+      }
+    }
+  }
+
+  /// Consume's PV product, fp8 V in token rows (read transposed; the m-rows permuted: StorePartial).
+  template <bool PartialTile>
+  PAGEDATTN_DEVICE void ValuesFp8Rows(const typename Slab::Storage* slab, int live_steps)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
 #pragma unroll
-    for (int i = 0; i < steps_per_warp; ++i)
+    for (int j = 0; j < Slabs; ++j)
     {
-      const int m = warp + i * Warps;
-      if (m >= k_steps) { break; }
+      if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
+      std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
 #pragma unroll
       for (int n = 0; n < n_tiles; ++n)
       {
 #pragma unroll
-        for (int k = 0; k < 4; ++k)
+        for (int h = 0; h < 2; ++h)
         {
-          // (fp8 V in token rows: the m-rows g and g + 8 are dims 16m + 2g and 16m + 2g + 1, see Consume)
-          const int head = 8 * n + 2 * q + k % 2, dim = fp8_value_rows ? 16 * m + 2 * g + k / 2 : 16 * m + g + 8 * (k / 2);
-          if (head < heads_ && dim < HeadDim) { values[head * HeadDim + dim] = is_fp8<KvT> ? out_[i][n][k] * value_scale() : out_[i][n][k]; }
+          b[n][h][0] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 2 * q]);
+          b[n][h][1] = *reinterpret_cast<const std::uint32_t*>(&temp_.p[8 * n + g][32 * j + 16 * h + 8 + 2 * q]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < steps_per_warp; ++i)
+      {
+        const int m = warp + i * Warps;
+        if (steps_per_warp * Warps != k_steps && m >= k_steps) { break; } // warp-uniform
+        // Matrix e: token rows 8e .. 8e + 7 of the slab, 16 bytes = dims 16m .. 16m + 15; lane (g, q) gets
+        // tokens 8e + 2q, +1 of dims 16m + 2g, +1 (4 bytes), which become its A registers for the
+        // m-rows g (dim 16m + 2g) and g + 8 (dim 16m + 2g + 1): see StorePartial.
+        std::uint32_t v[4];
+        ldmatrix_x4_trans(&slab[j].v[layout_.value_row_unit(lane, m)], v[0], v[1], v[2], v[3]);
+        std::uint32_t a[4][2]; // [e][dim 2g, 2g + 1]: tokens 8e + 2q, 8e + 2q + 1 of T
+#pragma unroll
+        for (int e = 0; e < 4; ++e) { fp8x4_to_pairs<KvT::format, T>(swap_middle_bytes(v[e]), a[e][0], a[e][1]); }
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          mma_m16n8k16<T>(out_[i][n], a[0][0], a[0][1], a[1][0], a[1][1], b[n][0][0], b[n][0][1]);
+        }
+        if (PartialTile && 2 * j + 1 >= live_steps) { continue; }
+#pragma unroll
+        for (int n = 0; n < n_tiles; ++n)
+        {
+          mma_m16n8k16<T>(out_[i][n], a[2][0], a[2][1], a[3][0], a[3][1], b[n][1][0], b[n][1][1]);
         }
       }
     }
-    const int sh = warp * rows_per_warp + lane / lanes_per_head;
-    if (lane % lanes_per_head == 0 && sh < heads_)
-    {
-      stats[2 * sh] = max_score_;
-      stats[2 * sh + 1] = exp_sum_;
-    }
   }
 
-private:
   /// Whether every slab layout is linear in K's vector and V's dim over a warp's k-steps (Consume): they
   /// lie Warps apart, 2 Warps vectors of K and 16 Warps dims of V, multiples of the swizzles' periods (8
   /// vectors of token rows; V's 64 dims in KvSlabBulk's tensor copies) when Warps is a multiple of 4.
@@ -484,12 +531,12 @@ private:
     const Row row = temp_.row[sh];
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e) { score[e] *= score_scale(); }
-    variant_.Logits(p_, score, row, token0 + t0);
+    scorer_.Logits(score, row, token0 + t0);
 #pragma unroll
     for (int e = 0; e < tokens_per_lane; ++e)
     {
       const int token = token0 + t0 + e;
-      score[e] = (!PartialTile || token < end_token) && variant_.Visible(row, token) ? score[e] : -INFINITY;
+      score[e] = (!PartialTile || token < end_token) && scorer_.Visible(row, token) ? score[e] : -INFINITY;
       tile_max = fmaxf(tile_max, score[e]);
     }
 #pragma unroll
@@ -516,18 +563,13 @@ private:
     if (lane % lanes_per_head == 0) { temp_.alpha[sh] = rs.alpha; }
   }
 
-  /// Whether n-tile n holds a row of the work (n-tile 0 always; uniform across the block).
+  /// Whether n-tile n holds one of the rows (n-tile 0 always; uniform across the block).
   PAGEDATTN_DEVICE bool live_n_tile(int n) const { return n == 0 || 8 * n < heads_; }
 
-  struct Fp8Scales {
-    float score, value; ///< softmax scale x K's scale; V's scale
+  struct Scales {
+    float score, value; ///< the scores' factor (softmax scale x K's scale); V's scale (fp8 only)
   };
-  struct NoScales {};
-  PAGEDATTN_DEVICE float score_scale() const
-  {
-    if constexpr (is_fp8<KvT>) { return scales_.score; }
-    else { return p_.scale; }
-  }
+  PAGEDATTN_DEVICE float score_scale() const { return scales_.score; }
   PAGEDATTN_DEVICE float value_scale() const
   {
     if constexpr (is_fp8<KvT>) { return scales_.value; }
@@ -535,9 +577,8 @@ private:
   }
 
   TempStorage& temp_;
-  const PagedAttentionParams<T, KvT>& p_;
-  const ScoreVariant& variant_;
-  std::conditional_t<is_fp8<KvT>, Fp8Scales, NoScales> scales_;
+  const Scorer scorer_; ///< a copy: held by reference, it cost the 32-row tile 120 bytes of spill loads
+  Scales scales_;
   typename Slab::Layout layout_;
   int heads_;
   uint2 query_[steps_per_warp][n_tiles]; ///< head g of each n-tile, dims 16s + 2q, +1 and 16s + 2q + 8, +9 of this warp's k-steps
