@@ -45,7 +45,7 @@ void check_limits_of_kernel()
     if constexpr (fp8_on_tensor_cores)
     {
       // At least the 16-bit pipeline's bytes in flight, at most the policy's stages of tile_bytes
-      using Fold16 = typename pagedattn::AgentPagedAttention<pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy>>::Fold;
+      using Fold16 = typename pagedattn::AgentPagedAttention<pagedattn::DecodeTraits<T, HeadDim, MaxRows, Policy>>::Mainloop;
       using Storage16 = typename pagedattn::KvSlabBulk<T, HeadDim, Policy::block_threads>::Storage;
       const std::size_t in_flight = Fold::stages * Fold::slabs * sizeof(typename Fold::Slab::Storage);
       CHECK(in_flight >= Fold16::stages * Fold16::slabs * sizeof(Storage16));
