@@ -11,7 +11,7 @@ bandwidth (4.26 TB/s) and none exceeds a block's own limit (18 GB/s: two 32 KB s
 round trip). Calibrated on main's uniform rows with overhead 9 us: 1x100000 105 us (measured 107),
 64x4096 261 (259), 1x16384 24.8 (26.3), 4x2049 18.1 (18.0).
 
-  python3 bench/schedule_sim.py            # the serving rows, and the model's regret over random batches
+  python3 bench/schedule_sim.py            # the serving rows, the mixes in two orders, the model's regret over random batches
 """
 import math
 import random
@@ -73,6 +73,30 @@ def wave_model_choice(lens, fixed_tokens):
     return best[1]
 
 
+def item_tokens(lens, t):
+    """Each work item's tokens, in ticket order (an empty sequence still has one item, of 0 tokens)."""
+    out = []
+    for length in lens:
+        parts = max(1, math.ceil(length / t))
+        for _ in range(SEGMENTS):
+            out += [max(0, min(t, length - p * t)) for p in range(parts)]
+    return out
+
+
+def ticket_group_choice(lens, fixed_tokens):
+    """A model that costs items by their own length: the items in ticket order, cut into groups of W (the blocks
+    that start together), each group costing its longest item plus the fixed cost; the least sum, longer on ties.
+    On uniform lengths it is the wave model."""
+    top = min(LIMIT, max(32, (max(lens) + 31) // 32 * 32))
+    best = None
+    for t in range(top, 31, -32):
+        items = item_tokens(lens, t)
+        cost = sum(max(items[i:i + WAVE]) + fixed_tokens for i in range(0, len(items), WAVE))
+        if best is None or cost < best[0]:
+            best = (cost, t)
+    return best[1]
+
+
 def grid(lens):
     top = min(LIMIT, max(32, (max(lens) + 31) // 32 * 32))
     return [t for t in range(top, 31, -32) if t % 128 == 0 or t <= 256]
@@ -109,7 +133,20 @@ def main():
         copy_us = sum(lens) * SEGMENTS * TOKEN_BYTES / BANDWIDTH
         picks = ", ".join(f"fixed {f} KB: {wave_model_choice(lens, f)} ({makespan_us(item_bytes(lens, wave_model_choice(lens, f)), overhead_us):.0f} us)"
                           for f in fixed_candidates)
-        print(f"{name}: copy speed {copy_us:.1f} us; best {best} tokens {sims[best]:.0f} us; model picks {picks}")
+        grouped = ticket_group_choice(lens, 64)
+        print(f"{name}: copy speed {copy_us:.1f} us; best {best} tokens {sims[best]:.0f} us; model picks {picks}; "
+              f"the ticket-group model (fixed 64 KB) {grouped} ({makespan_us(item_bytes(lens, grouped), overhead_us):.0f} us)")
+    # Longest first: the same lengths, the items of the longest sequences drawn first.
+    rng = random.Random(1)
+    mixes = {"64 x log-uniform [100, 100000]": [round(math.exp(rng.uniform(math.log(100), math.log(100000)))) for _ in range(64)],
+             "256 x log-uniform [16, 8192]": [round(math.exp(rng.uniform(math.log(16), math.log(8192)))) for _ in range(256)]}
+    for name, lens in mixes.items():
+        for order, batch in (("as given", lens), ("longest first", sorted(lens, reverse=True))):
+            sims = {t: makespan_us(item_bytes(batch, t), overhead_us) for t in grid(batch)}
+            best = min(sims, key=sims.get)
+            pick = wave_model_choice(batch, 64)
+            print(f"{name}, {order}: best {best} tokens {sims[best]:.0f} us; the wave model (fixed 64 KB) {pick} "
+                  f"({makespan_us(item_bytes(batch, pick), overhead_us):.0f} us)")
     batches = random_batches(7)
     sims = []
     for lens in batches:
