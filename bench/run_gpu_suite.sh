@@ -105,7 +105,7 @@ run_step() { # run_step NAME TIME_LIMIT_S COMMAND...: output in logs/NAME.txt, i
 }
 bench_decode=$BUILD/bench/bench_decode
 if part bench; then
-  for example in qwen36_decode gated_output; do
+  for example in qwen36_decode gated_output score_variant; do
     [ -x "$BUILD/examples/$example" ] && run_step "$example" 300 "$BUILD/examples/$example"
   done
   run_step bench_decode 600 "$bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
