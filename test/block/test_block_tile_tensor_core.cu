@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "support/test_support.cuh"
+#include "support/tile_reference.cuh"
 
 #include <cstring>
 
@@ -19,22 +20,8 @@ using pagedattn::warp_threads;
 constexpr int warps = 4;
 constexpr int block_threads = warps * warp_threads;
 
-/// The rows' positions: [first_visible, end).
-struct WindowRow {
-  int first_visible, end;
-};
-
-/// A Scorer of the tile's interface: a window per row and an optional soft cap.
-struct WindowCapScorer {
-  using Row = WindowRow;
-  float cap; ///< > 0: logits soft-capped
-  __device__ bool Visible(const Row& row, int pos) const { return row.first_visible <= pos && pos < row.end; }
-  template <int N>
-  __device__ void Logits(float (&score)[N], const Row&, int) const
-  {
-    for (int e = 0; e < N; ++e) { score[e] = pagedattn::soft_capped_logit(score[e], cap); }
-  }
-};
+using test::WindowCapScorer;
+using test::WindowRow;
 
 template <class Tile, class Slab>
 struct alignas(128) FoldStorage {
@@ -66,12 +53,6 @@ __global__ void fold_tiles_kernel(const typename Slab::Storage* tiles, int num_t
   }
   __syncthreads();
   tile.StorePartial(stats, values);
-}
-
-template <class E>
-float decoded(E e)
-{
-  return pagedattn::ElementTraits<E>::to_float(e);
 }
 
 /// Element e's bytes at byte `offset` of a slab image.
@@ -134,14 +115,7 @@ void check(std::mt19937_64& rng, int rows, int end_token, int log2_block_size, f
     k[i] = pagedattn::ElementTraits<KvT>::from_float(kf[i]);
     v[i] = pagedattn::ElementTraits<KvT>::from_float(vf[i]);
   }
-  // Row 0 sees every token; the others a window (one of whole tiles masked), some ending early.
-  std::vector<WindowRow> windows(rows);
-  for (int r = 0; r < rows; ++r)
-  {
-    const int first = r == 0 ? 0 : static_cast<int>(rng() % static_cast<unsigned>(end_token / 2 + 1));
-    const int end = r % 3 == 2 ? end_token - static_cast<int>(rng() % 5) : end_token;
-    windows[r] = {first, end > first ? end : first + 1};
-  }
+  const std::vector<WindowRow> windows = test::random_windows(rng, rows, end_token);
 
   const std::size_t slab_bytes = sizeof(typename Slab::Storage);
   std::vector<unsigned char> images(slab_bytes * Slabs * num_tiles, 0);
@@ -162,48 +136,9 @@ void check(std::mt19937_64& rng, int rows, int end_token, int log2_block_size, f
   const auto stats = d_stats.download();
   const auto values = d_values.download();
 
-  for (int r = 0; r < rows; ++r)
-  {
-    INFO("row " << r << ", positions [" << windows[r].first_visible << ", " << windows[r].end << ")");
-    std::vector<double> logit(end_token, -INFINITY);
-    double max_logit = -INFINITY;
-    for (int t = windows[r].first_visible; t < std::min(windows[r].end, end_token); ++t)
-    {
-      double s = 0;
-      for (int d = 0; d < HeadDim; ++d)
-      {
-        s += static_cast<double>(decoded(q[static_cast<std::size_t>(r) * HeadDim + d])) * decoded(k[static_cast<std::size_t>(t) * HeadDim + d]);
-      }
-      s *= static_cast<double>(scale) * k_scale;
-      logit[t] = cap > 0 ? cap * std::tanh(s / cap) : s;
-      max_logit = std::max(max_logit, logit[t]);
-    }
-    const float tile_max = stats[2 * r], tile_sum = stats[2 * r + 1];
-    REQUIRE(std::abs(tile_max - max_logit) <= 1e-3 * (1 + std::abs(max_logit)));
-    // The exp sum and values are relative to the tile's own maximum.
-    double sum = 0;
-    std::vector<double> out(HeadDim, 0.0);
-    for (int t = 0; t < end_token; ++t)
-    {
-      if (logit[t] == -INFINITY) { continue; }
-      const double w = std::exp(logit[t] - tile_max);
-      sum += w;
-      for (int d = 0; d < HeadDim; ++d) { out[d] += w * decoded(v[static_cast<std::size_t>(t) * HeadDim + d]) * v_scale; }
-    }
-    REQUIRE(std::abs(tile_sum - sum) <= 1e-3 * sum);
-    for (double& o : out) { o /= sum; }
-    std::vector<float> got(values.begin() + static_cast<std::ptrdiff_t>(r) * HeadDim, values.begin() + static_cast<std::ptrdiff_t>(r + 1) * HeadDim);
-    for (float& g : got) { g /= tile_sum; }
-    const double tolerance = sizeof(T) == 2 && std::is_same_v<T, __half> ? 2e-3 : 1e-2; // P rounded to T for the PV product
-    REQUIRE(test::relative_l2_error(got, out) < tolerance);
-  }
-  for (int r = rows; r < Rows; ++r) // rows past the tile's: never written (still the poison's NaN)
-  {
-    INFO("row " << r << " past the tile's " << rows);
-    REQUIRE(std::isnan(stats[2 * r]));
-    REQUIRE(std::isnan(stats[2 * r + 1]));
-    for (int d = 0; d < HeadDim; ++d) { REQUIRE(std::isnan(values[static_cast<std::size_t>(r) * HeadDim + d])); }
-  }
+  const double output_tolerance = std::is_same_v<T, __half> ? 2e-3 : 1e-2; // P rounded to T for the PV product
+  test::check_partial(test::decoded(q), test::decoded(k), test::decoded(v), HeadDim, end_token, windows, static_cast<double>(scale) * k_scale, cap,
+                      v_scale, stats, values, rows, Rows, {1e-3, 1e-3, output_tolerance});
 }
 
 template <class T, int HeadDim>

@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "support/test_support.cuh"
+#include "support/tile_reference.cuh"
 
 #include <algorithm>
 #include <numeric>
@@ -21,21 +22,8 @@ constexpr int warps = 2;
 constexpr int block_threads = warps * warp_threads;
 constexpr int kv_heads = 2, kv_head = 1; // the tile reads the second KV head's runs
 
-struct WindowRow {
-  int first_visible, end;
-};
-
-/// A Scorer of the tile's interface: a window per row and an optional soft cap.
-struct WindowCapScorer {
-  using Row = WindowRow;
-  float cap; ///< > 0: logits soft-capped
-  __device__ bool Visible(const Row& row, int pos) const { return row.first_visible <= pos && pos < row.end; }
-  template <int N>
-  __device__ void Logits(float (&score)[N], const Row&, int) const
-  {
-    for (int e = 0; e < N; ++e) { score[e] = pagedattn::soft_capped_logit(score[e], cap); }
-  }
-};
+using test::WindowCapScorer;
+using test::WindowRow;
 
 /// queries: [rows][HeadDim]; block_table: the sequence's cache blocks; stats: [MaxRows][2]; values: [MaxRows][HeadDim].
 template <class Tile, class T, class KvT, int HeadDim, int MaxRows>
@@ -71,12 +59,6 @@ __global__ void fold_warp_tiles_kernel(pagedattn::PagedCacheView<KvT> cache, con
     }
     __syncthreads();
   }
-}
-
-template <class E>
-double decoded(E e)
-{
-  return pagedattn::ElementTraits<E>::to_float(e);
 }
 
 template <class T, class KvT, int HeadDim, class KvLayout, int MaxRows>
@@ -135,13 +117,7 @@ void check(std::mt19937_64& rng, int rows, int end_token, int block_size, float 
       }
     }
   }
-  std::vector<WindowRow> windows(rows);
-  for (int r = 0; r < rows; ++r)
-  {
-    const int first = r == 0 ? 0 : static_cast<int>(rng() % static_cast<unsigned>(end_token / 2 + 1));
-    const int end = r % 3 == 2 ? end_token - static_cast<int>(rng() % 5) : end_token;
-    windows[r] = {first, end > first ? end : first + 1};
-  }
+  const std::vector<WindowRow> windows = test::random_windows(rng, rows, end_token);
 
   test::DeviceBuffer<KvT> d_k(key_cache), d_v(value_cache);
   test::DeviceBuffer<int> d_table(table);
@@ -157,42 +133,9 @@ void check(std::mt19937_64& rng, int rows, int end_token, int block_size, float 
   const auto stats = d_stats.download();
   const auto values = d_values.download();
 
-  for (int r = 0; r < rows; ++r)
-  {
-    INFO("row " << r << ", positions [" << windows[r].first_visible << ", " << windows[r].end << ")");
-    std::vector<double> logit(end_token, -INFINITY);
-    double max_logit = -INFINITY;
-    for (int t = windows[r].first_visible; t < std::min(windows[r].end, end_token); ++t)
-    {
-      double s = 0;
-      for (int d = 0; d < HeadDim; ++d) { s += decoded(q[static_cast<std::size_t>(r) * HeadDim + d]) * decoded(k[static_cast<std::size_t>(t) * HeadDim + d]); }
-      s *= static_cast<double>(scale) * k_scale;
-      logit[t] = cap > 0 ? cap * std::tanh(s / cap) : s;
-      max_logit = std::max(max_logit, logit[t]);
-    }
-    const float fold_max = stats[2 * r], fold_sum = stats[2 * r + 1];
-    REQUIRE(std::abs(fold_max - max_logit) <= 1e-4 * (1 + std::abs(max_logit)));
-    double sum = 0;
-    std::vector<double> out(HeadDim, 0.0);
-    for (int t = 0; t < end_token; ++t)
-    {
-      if (logit[t] == -INFINITY) { continue; }
-      const double w = std::exp(logit[t] - fold_max);
-      sum += w;
-      for (int d = 0; d < HeadDim; ++d) { out[d] += w * decoded(v[static_cast<std::size_t>(t) * HeadDim + d]) * v_scale; }
-    }
-    REQUIRE(std::abs(fold_sum - sum) <= 1e-4 * sum);
-    for (double& o : out) { o /= sum; }
-    std::vector<float> got(values.begin() + static_cast<std::ptrdiff_t>(r) * HeadDim, values.begin() + static_cast<std::ptrdiff_t>(r + 1) * HeadDim);
-    for (float& g : got) { g /= fold_sum; }
-    REQUIRE(test::relative_l2_error(got, out) < 1e-5); // fp32 arithmetic on the decoded elements
-  }
-  for (int r = rows; r < MaxRows; ++r) // rows past the tile's: never written (still the poison's NaN)
-  {
-    INFO("row " << r << " past the tile's " << rows);
-    REQUIRE(std::isnan(stats[2 * r]));
-    for (int d = 0; d < HeadDim; ++d) { REQUIRE(std::isnan(values[static_cast<std::size_t>(r) * HeadDim + d])); }
-  }
+  // fp32 arithmetic on the decoded elements
+  test::check_partial(test::decoded(q), test::decoded(k), test::decoded(v), HeadDim, end_token, windows, static_cast<double>(scale) * k_scale, cap,
+                      v_scale, stats, values, rows, MaxRows, {1e-4, 1e-4, 1e-5});
 }
 
 using pagedattn::TokenRowsKvLayout;
