@@ -32,6 +32,33 @@ public:
   /// plan: the block's plan of the launch; ticket: a shared word for the drawn ticket.
   PAGEDATTN_DEVICE DecodeTileScheduler(Plan& plan, unsigned& ticket, const Params& p) : plan_(plan), ticket_(ticket), p_(p) {}
 
+  /// The block's share of the launch: run_item(item, place, index, partition_tokens, one_wave, prefetched)
+  /// for each work item it takes (index: the item's partial slot; one_wave: it combines in one wave, and
+  /// meets the grid's other blocks exactly once; prefetched: its block ids were staged by prefetch(place,
+  /// partition_tokens), the fold's Prefetch, during the assignment).
+  /// - Plain (a block per item of the bound): one item at most (AssignPlain), so that the fold is inlined
+  ///   once (each copy is tens of KB of code) and no loop surrounds it, which keeps its registers: a loop
+  ///   costs the tensor-core fold 24 registers at head 256 and 51 at head 128 before the policy's bound
+  ///   (bench/NOTES.md, "Length-aware scheduling: the device plan").
+  /// - Persistent (a grid of the resident blocks: a graph's launch, whose bound may be far above the lengths
+  ///   it replays, and a plain one whose bound admits many waves of items): the one-wave launch's item b,
+  ///   or tickets until the items run out (RunTickets).
+  template <bool Persistent, class Prefetch, class RunItem>
+  PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
+  {
+    if constexpr (!Persistent)
+    {
+      const Assignment a = AssignPlain(prefetch);
+      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if constexpr (OneWaveCapable)
+      {
+        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
+      }
+    }
+    else { RunTickets(run_item); }
+  }
+
+private:
   /// Whether a launch combines in one wave: a cooperative launch in which every item has a block and the
   /// slice fold takes every segment (block b folds item b, the blocks meet once at the grid barrier).
   PAGEDATTN_DEVICE bool CombinesInOneWave(const PlannedLaunch& launch) const
@@ -78,33 +105,6 @@ public:
             fold_start + item.partition * partition_tokens};
   }
 
-  /// The block's share of the launch: run_item(item, place, index, partition_tokens, one_wave, prefetched)
-  /// for each work item it takes (index: the item's partial slot; one_wave: it combines in one wave, and
-  /// meets the grid's other blocks exactly once; prefetched: its block ids were staged by prefetch(place,
-  /// partition_tokens), the fold's Prefetch, during the assignment).
-  /// - Plain (a block per item of the bound): one item at most (AssignPlain), so that the fold is inlined
-  ///   once (each copy is tens of KB of code) and no loop surrounds it, which keeps its registers: a loop
-  ///   costs the tensor-core fold 24 registers at head 256 and 51 at head 128 before the policy's bound
-  ///   (bench/NOTES.md, "Length-aware scheduling: the device plan").
-  /// - Persistent (a grid of the resident blocks: a graph's launch, whose bound may be far above the lengths
-  ///   it replays, and a plain one whose bound admits many waves of items): the one-wave launch's item b,
-  ///   or tickets until the items run out (RunTickets).
-  template <bool Persistent, class Prefetch, class RunItem>
-  PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
-  {
-    if constexpr (!Persistent)
-    {
-      const Assignment a = AssignPlain(prefetch);
-      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
-      if constexpr (OneWaveCapable)
-      {
-        if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
-      }
-    }
-    else { RunTickets(run_item); }
-  }
-
-private:
   /// A persistent launch: the blocks draw tickets until the items run out. A block draws its next ticket
   /// only when it is done with its item: drawn earlier (when the partition is folded, or when its last tile
   /// begins), the item waits for this one's combine while idle blocks could take it, which measured 3-12 %

@@ -340,7 +340,7 @@ inline void choose_grid(DecodePlan& plan, std::size_t resident_blocks, bool coop
   plan.cooperative = cooperative_capable && plan.grid <= resident;
   const bool always_one_wave = plan.cooperative && plan.capacity.items <= plan.grid && plan.max_partitions_bound <= one_wave_max_partitions;
   // A persistent cooperative launch (a graph's) zeroes the look-back words itself, only where its lengths
-  // need them (AgentPagedAttention::ZeroCombineWords): a replay then runs one kernel, not two.
+  // need them (DecodeTileScheduler::ZeroCombineWords): a replay then runs one kernel, not two.
   plan.init_pass = !always_one_wave && !(persistent && plan.cooperative);
 }
 
