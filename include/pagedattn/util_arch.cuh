@@ -79,11 +79,6 @@ PAGEDATTN_DEVICE T shfl_down(T value, int delta, int width = warp_threads)
   return __shfl_down_sync(full_lane_mask, value, static_cast<unsigned>(delta), width);
 }
 template <class T>
-PAGEDATTN_DEVICE T shfl_up(T value, int delta, int width = warp_threads)
-{
-  return __shfl_up_sync(full_lane_mask, value, static_cast<unsigned>(delta), width);
-}
-template <class T>
 PAGEDATTN_DEVICE T shfl_xor(T value, int lane_mask, int width = warp_threads)
 {
   return __shfl_xor_sync(full_lane_mask, value, lane_mask, width);
@@ -248,18 +243,6 @@ PAGEDATTN_DEVICE unsigned atomic_add_acq_rel(unsigned* ptr, unsigned value)
   const unsigned old = atomicAdd(ptr, value);
   __threadfence();
   return old;
-#endif
-}
-
-// ---- cache hints ---------------------------------------------------------------------------------------
-/// Ask for the 128-byte line holding `address` (a valid global address) in L2, without waiting for it or
-/// holding a register (a no-op on BI-V100, whose toolkit takes no inline PTX).
-PAGEDATTN_DEVICE void prefetch_l2(const void* address)
-{
-#if defined(__CUDA_ARCH__) && !defined(__ILUVATAR__)
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
-#else
-  (void)address;
 #endif
 }
 

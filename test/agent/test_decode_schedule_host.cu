@@ -333,15 +333,3 @@ TEST_CASE("PartitionDivisor: partitions_of and items_of by multiply and shift, e
     for (int i = 0; i < 64; ++i) { check(static_cast<long long>(rng() % 0x80000000u)); }
   }
 }
-
-TEST_CASE("PartitionDivisor: the multiplier from a double quotient is the integer ceiling up to 2^20 and past it", "[schedule][host]")
-{
-  for (int t = 1; t <= (1 << 20) + 4096; ++t)
-  {
-    const pagedattn::PartitionDivisor d = pagedattn::PartitionDivisor::of(t);
-    const unsigned long long power = 1ull << d.shift;
-    INFO("t " << t);
-    REQUIRE(d.multiplier == (power + static_cast<unsigned long long>(t) - 1) / static_cast<unsigned long long>(t));
-    REQUIRE(power / 2 < static_cast<unsigned long long>(t) * (1ull << 31)); // shift = 31 + ceil(log2 t)
-  }
-}

@@ -16,7 +16,6 @@
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
-#include <pagedattn/warp/warp_reduce_shfl.cuh>
 #include <pagedattn/util_arch.cuh> // (the trace points' timer)
 
 #include <cstdint>
@@ -29,15 +28,13 @@ public:
   static constexpr int max_candidates = 128; ///< partition sizes 32 .. 4096
   static_assert(BlockThreads >= max_candidates && BlockThreads % max_candidates == 0,
                 "every candidate gets the same number of threads");
-  static_assert(max_candidates % warp_threads == 0, "the candidates fill whole warps (the choice's reduction)");
-  static constexpr int block_warps = BlockThreads / warp_threads;
 
   /// Needed only while the partition size is chosen (ChooseLaunch).
   struct ChoiceStorage {
     int lens[BlockThreads];                   ///< a chunk of the lengths the model counts (0 where invalid)
     unsigned long long items[BlockThreads];   ///< per thread: its candidate's items over its share of the lengths
-    unsigned long long cost[max_candidates / warp_threads]; ///< each warp's least cost
-    int tokens[max_candidates / warp_threads];
+    unsigned long long cost[max_candidates];
+    int tokens[max_candidates];
     int longest;
     int off_bound; ///< some length differs from max_seq_len
     unsigned long long items_at_cap; ///< the batch's items with the largest partitions the plan may take
@@ -46,8 +43,8 @@ public:
   struct TempStorage {
     ChoiceStorage choice;
     int lens[BlockThreads];        ///< a chunk's lengths as read
-    int scan_items[block_warps];   ///< each warp's total of a chunk's items and group slots, while they are scanned
-    int scan_groups[block_warps];
+    int scan_items[BlockThreads];  ///< inclusive scans over a chunk's sequences, while they are computed
+    int scan_groups[BlockThreads];
   };
   /// Kept for the block's whole run: where the cursor's chunk is, and the sequence an ItemAt() found.
   struct CursorState {
@@ -68,14 +65,8 @@ public:
   /// Leaves the cursor at the first chunk of sequences. exit_from >= 0: a block of that index or more
   /// gets partition_tokens 0 (it has no item) as soon as the first pass over the lengths shows that the
   /// plan's items fit item_budget <= exit_from (a plain launch that is not cooperative: its blocks past
-  /// the budget leave without planning; they have drawn no ticket). on_length(seq, len): called by the
-  /// thread that reads sequence seq's length, as soon as it has it.
+  /// the budget leave without planning; they have drawn no ticket).
   PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch(long long exit_from = -1)
-  {
-    return ChooseLaunch(exit_from, [](int, int) {});
-  }
-  template <class OnLength>
-  PAGEDATTN_DEVICE PlannedLaunch ChooseLaunch(long long exit_from, OnLength&& on_length)
   {
     ChoiceStorage& choice = temp_.choice;
     if (threadIdx.x == 0)
@@ -92,7 +83,6 @@ public:
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
       const int len = p_.seq_lens[i];
-      on_length(i, len);
       if (i < BlockThreads) // the first chunk, read once: the cursor's, and what the model counts
       {
         temp_.lens[i] = len;
@@ -102,18 +92,9 @@ public:
       off_bound = off_bound || len != p_.max_seq_len;
       items_at_cap += static_cast<unsigned long long>(items_of(valid_len(len), cap_tokens));
     }
-    // One shared atomic per warp: a 64-bit atomicAdd on shared memory is a compare-and-swap loop, in which
-    // the warp's threads take turns (1.9 µs for 32 lengths, 2.8 for 64: bench/NOTES.md, "Length-aware
-    // scheduling: the device plan").
-    longest = WarpReduceShfl<int>::AllMax(longest);
-    const int any_off_bound = WarpReduceShfl<int>::AllMax(off_bound ? 1 : 0);
-    items_at_cap = WarpReduceShfl<unsigned long long>::AllSum(items_at_cap);
-    if (arch::lane_id() == 0)
-    {
-      atomicMax(&choice.longest, longest);
-      if (any_off_bound) { atomicMax(&choice.off_bound, 1); }
-      if (items_at_cap > 0) { atomicAdd(&choice.items_at_cap, items_at_cap); }
-    }
+    atomicMax(&choice.longest, longest);
+    if (off_bound) { atomicMax(&choice.off_bound, 1); }
+    if (items_at_cap > 0) { atomicAdd(&choice.items_at_cap, items_at_cap); }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(TracePoint::plan_lengths_read);
     if (exit_from >= 0 && static_cast<long long>(blockIdx.x) >= exit_from && choice.off_bound &&
@@ -147,41 +128,40 @@ public:
     }
     choice.items[threadIdx.x] = items;
     __syncthreads();
-    ScheduleChoice mine = ScheduleChoice::none();
-    if (static_cast<int>(threadIdx.x) < count)
+    if (static_cast<int>(threadIdx.x) < max_candidates)
     {
-      unsigned long long total = 0;
-      for (int l = 0; l < lanes; ++l) { total += choice.items[l * slots + threadIdx.x]; }
-      total *= static_cast<unsigned long long>(p_.segments_per_seq);
-      const int tokens = candidate_tokens(top, threadIdx.x);
-      // A fixed size always fits (schedule_capacity sized the storage for it).
-      if (p_.fixed_tokens > 0 || total <= p_.item_budget) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
-      choice.items[threadIdx.x] = total; // (read by this thread alone: its own slot)
-    }
-    // The least cost (ties to the longer partition): each warp's by shuffles, then the warps' (one barrier;
-    // beats orders distinct candidates strictly, so any order of the reduction picks the same one).
-    for (int mask = warp_threads / 2; mask > 0; mask /= 2)
-    {
-      const ScheduleChoice other{arch::shfl_xor(mine.cost, mask), arch::shfl_xor(mine.partition_tokens, mask)};
-      if (other.beats(mine)) { mine = other; }
-    }
-    constexpr int candidate_warps = max_candidates / warp_threads;
-    if (arch::lane_id() == 0 && static_cast<int>(threadIdx.x) < max_candidates)
-    {
-      choice.cost[threadIdx.x / warp_threads] = mine.cost;
-      choice.tokens[threadIdx.x / warp_threads] = mine.partition_tokens;
+      ScheduleChoice mine = ScheduleChoice::none();
+      if (static_cast<int>(threadIdx.x) < count)
+      {
+        unsigned long long total = 0;
+        for (int l = 0; l < lanes; ++l) { total += choice.items[l * slots + threadIdx.x]; }
+        total *= static_cast<unsigned long long>(p_.segments_per_seq);
+        const int tokens = candidate_tokens(top, threadIdx.x);
+        // A fixed size always fits (schedule_capacity sized the storage for it).
+        if (p_.fixed_tokens > 0 || total <= p_.item_budget) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
+        choice.items[threadIdx.x] = total; // (read by this thread alone: its own slot)
+      }
+      choice.cost[threadIdx.x] = mine.cost;
+      choice.tokens[threadIdx.x] = mine.partition_tokens;
     }
     __syncthreads();
-    ScheduleChoice best = ScheduleChoice::none();
-    for (int w = 0; w < candidate_warps; ++w)
+    for (int stride = slots / 2; stride > 0; stride /= 2) // the least cost (ties to the longer partition) of slots [0, slots)
     {
-      const ScheduleChoice other{choice.cost[w], choice.tokens[w]};
-      if (other.beats(best)) { best = other; }
+      if (static_cast<int>(threadIdx.x) < stride)
+      {
+        const ScheduleChoice other{choice.cost[threadIdx.x + stride], choice.tokens[threadIdx.x + stride]};
+        if (other.beats(ScheduleChoice{choice.cost[threadIdx.x], choice.tokens[threadIdx.x]}))
+        {
+          choice.cost[threadIdx.x] = other.cost;
+          choice.tokens[threadIdx.x] = other.partition_tokens;
+        }
+      }
+      __syncthreads();
     }
     // No candidate fits only if item_budget is below what the limit needs (schedule_capacity always admits the
     // policy's limit: then the limit (as the host reference does).
     PAGEDATTN_TRACE_POINT(TracePoint::plan_chosen);
-    tokens_ = best.partition_tokens > 0 ? best.partition_tokens : p_.model.max_partition_tokens;
+    tokens_ = choice.tokens[0] > 0 ? choice.tokens[0] : p_.model.max_partition_tokens;
     const int winner = top >= tokens_ && (top - tokens_) % 32 == 0 ? (top - tokens_) / 32 : -1;
     unsigned long long total = 0;
     if (winner >= 0 && winner < count) { total = choice.items[winner]; }
@@ -323,49 +303,32 @@ private:
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;
     }
-    // Inclusive scans (threads past n add 0): each warp's by shuffles, then the totals of the warps before.
-    const int lane = arch::lane_id(), warp = static_cast<int>(threadIdx.x) / warp_threads;
-    for (int delta = 1; delta < warp_threads; delta *= 2)
-    {
-      const int add_items = arch::shfl_up(items, delta), add_groups = arch::shfl_up(groups, delta);
-      if (lane >= delta)
-      {
-        items += add_items;
-        groups += add_groups;
-      }
-    }
-    if (lane == warp_threads - 1)
-    {
-      temp_.scan_items[warp] = items;
-      temp_.scan_groups[warp] = groups;
-    }
+    temp_.scan_items[threadIdx.x] = items;
+    temp_.scan_groups[threadIdx.x] = groups;
     __syncthreads();
-    for (int w = 0; w < warp; ++w)
+    for (int stride = 1; stride < n; stride *= 2) // Hillis-Steele inclusive scan of the chunk's n entries
     {
-      items += temp_.scan_items[w];
-      groups += temp_.scan_groups[w];
+      const bool add = static_cast<int>(threadIdx.x) >= stride;
+      const int add_items = add ? temp_.scan_items[threadIdx.x - stride] : 0;
+      const int add_groups = add ? temp_.scan_groups[threadIdx.x - stride] : 0;
+      __syncthreads();
+      temp_.scan_items[threadIdx.x] += add_items;
+      temp_.scan_groups[threadIdx.x] += add_groups;
+      __syncthreads();
     }
-    held_items_ = items;
-    held_groups_ = groups;
+    held_items_ = temp_.scan_items[threadIdx.x];
+    held_groups_ = temp_.scan_groups[threadIdx.x];
     if (threadIdx.x == 0)
     {
       state_.uniform = false;
       state_.base = base;
       state_.count = n > 0 ? n : 0;
+      state_.chunk_items = n > 0 ? temp_.scan_items[n - 1] : 0;
+      state_.chunk_groups = n > 0 ? temp_.scan_groups[n - 1] : 0;
       state_.first_item = first_item;
       state_.first_group = first_group;
     }
-    if (n > 0 && static_cast<int>(threadIdx.x) == n - 1) // the chunk's totals
-    {
-      state_.chunk_items = items;
-      state_.chunk_groups = groups;
-    }
-    else if (n <= 0 && threadIdx.x == 0)
-    {
-      state_.chunk_items = 0;
-      state_.chunk_groups = 0;
-    }
-    __syncthreads(); // (the scans are read, the state is written: the storage is free)
+    __syncthreads(); // (the scans are read: the storage is free)
   }
 
   int held_len_, held_items_, held_groups_; ///< thread j: the chunk's j-th sequence's length and inclusive scans

@@ -70,15 +70,7 @@ struct PartitionDivisor {
     int s = 0;
     while (s < 31 && (1 << s) < t) { ++s; }
     const unsigned long long power = 1ull << (31 + s);
-    if (t > (1 << 20)) { return {(power + static_cast<unsigned long long>(t) - 1) / static_cast<unsigned long long>(t), 31 + s}; }
-    // Up to 2^20 (every partition size) through a double quotient: a 64-bit integer division is a
-    // subroutine of ~0.7 µs on the device, in every block's plan. power / t lies in [2^31, 2^32), where a
-    // double resolves 2^-21, and a non-integer quotient is at least 1 / t >= 2^-20 from an integer, so the
-    // rounded quotient has the exact ceiling.
-    const double quotient = static_cast<double>(power) / static_cast<double>(t);
-    unsigned long long m = static_cast<unsigned long long>(quotient);
-    if (static_cast<double>(m) < quotient) { ++m; }
-    return {m, 31 + s};
+    return {(power + static_cast<unsigned long long>(t) - 1) / static_cast<unsigned long long>(t), 31 + s};
   }
   /// n / t for n in [0, 2^31).
   PAGEDATTN_HOST_DEVICE int quotient(int n) const
@@ -118,12 +110,7 @@ PAGEDATTN_HOST_DEVICE int candidate_tokens(int longest, int i) { return longest 
 PAGEDATTN_HOST_DEVICE std::uint64_t wave_cost(std::uint64_t items, int t, const ScheduleModel& m)
 {
   const std::uint64_t wave = static_cast<std::uint64_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
-  // Every count the device's plan costs fits 31 bits (validate_plan): a 32-bit division there, not the
-  // 64-bit subroutine.
-  const std::uint64_t waves = items < 0x80000000u && wave < 0x80000000u
-                                  ? (static_cast<std::uint32_t>(items) + static_cast<std::uint32_t>(wave) - 1) / static_cast<std::uint32_t>(wave)
-                                  : (items + wave - 1) / wave;
-  return waves * static_cast<std::uint64_t>(t + m.fixed_cost_tokens);
+  return (items + wave - 1) / wave * static_cast<std::uint64_t>(t + m.fixed_cost_tokens);
 }
 
 /// The model's choice, kept as a (cost, tokens) pair so that candidates can be compared in any order (a

@@ -12,7 +12,6 @@
 #include <pagedattn/util_arch.cuh>
 
 #include <cstddef>
-#include <cstdint>
 
 namespace pagedattn {
 
@@ -93,25 +92,6 @@ private:
     GridBarrier::Sync();
   }
 
-  /// While the plan reads the lengths: ask L2 for the block-table lines of sequence seq (of len tokens) that
-  /// its items will read, each line by one block of the grid, so that an item's first load of its block ids
-  /// hits L2 once the plan has chosen it (bench/NOTES.md, "Length-aware scheduling: the device plan").
-  PAGEDATTN_DEVICE void WarmBlockTable(int seq, int len) const
-  {
-    const DecodePlanParams& q = p_.plan;
-    if (len <= 0 || !valid_seq_len(len, q.max_seq_len, q.table_tokens)) { return; } // (nothing to read, or no cache access)
-    const int first_block = window_fold_start(len, q.window_left, p_.block_size) / p_.block_size;
-    const int end_block = (len - 1) / p_.block_size + 1; // <= max_blocks_per_seq: the length is valid
-    const int* row = p_.block_tables + static_cast<std::int64_t>(seq) * p_.max_blocks_per_seq;
-    const std::uintptr_t first_line = reinterpret_cast<std::uintptr_t>(row + first_block) & ~std::uintptr_t{127};
-    const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(row + end_block);
-    const unsigned lines = static_cast<unsigned>((end - first_line + 127) / 128);
-    for (unsigned l = (blockIdx.x + gridDim.x - static_cast<unsigned>(seq) % gridDim.x) % gridDim.x; l < lines; l += gridDim.x)
-    {
-      arch::prefetch_l2(reinterpret_cast<const void*>(first_line + 128 * static_cast<std::uintptr_t>(l)));
-    }
-  }
-
   /// Where work item `item` lies (ItemPlace).
   PAGEDATTN_DEVICE ItemPlace PlaceOf(const PlannedItem& item, int partition_tokens) const
   {
@@ -132,7 +112,7 @@ private:
   template <class RunItem>
   PAGEDATTN_DEVICE void RunTickets(RunItem& run_item)
   {
-    const PlannedLaunch launch = plan_.ChooseLaunch(-1, [&](int seq, int len) { WarmBlockTable(seq, len); });
+    const PlannedLaunch launch = plan_.ChooseLaunch();
     if constexpr (OneWaveCapable)
     {
       if (CombinesInOneWave(launch))
@@ -228,8 +208,7 @@ private:
       return {Assignment::fold, item, PlaceOf(item, uniform.partition_tokens), ticket, uniform.partition_tokens, false, false};
     }
 
-    const PlannedLaunch launch = plan_.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget),
-                                                    [&](int seq, int len) { WarmBlockTable(seq, len); });
+    const PlannedLaunch launch = plan_.ChooseLaunch(p_.cooperative ? -1 : static_cast<long long>(q.item_budget));
     if (launch.partition_tokens == 0) { return {Assignment::none, {}, {}, 0, 0, false, false}; } // past the budget
     if (CombinesInOneWave(launch))
     {
