@@ -38,9 +38,8 @@ log "tests"
 {
   echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   # -v: each test's name before it runs, so that a crash names its test; the bad-input cases run in child
-  # processes (test_ops.py). The banner is renamed so that the log speaks of the project alone (pipefail keeps
-  # pytest's status).
-  python3 -m pytest -v -rfEs python/tests 2>&1 | sed 's/ test session starts / pytest starts /'
+  # processes (test_ops.py).
+  python3 -m pytest -v -rfEs python/tests 2>&1
 } | tee "$OUT/$name-python-tests.txt" | tail -30
 tests_rc=${PIPESTATUS[0]}
 log "tests: exit status $tests_rc"
