@@ -21,7 +21,7 @@ struct HostPlan {
 struct UniformItems {
   std::uint64_t segments;
   int length;
-  PAGEDATTN_HOST_DEVICE std::uint64_t operator()(int t) const { return segments * static_cast<std::uint64_t>(pagedattn::items_of(length, t)); }
+  PAGEDATTN_HOST_DEVICE pagedattn::ItemCounts operator()(int t) const { return pagedattn::item_counts_of(length, t, segments); }
 };
 inline int host_tokens(const pagedattn::ScheduleModel& m, std::size_t segments, int max_seq_len, int fixed_tokens)
 {
@@ -45,8 +45,8 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
     if (span[i] > longest) { longest = span[i]; }
   }
   auto items_at = [&](int t) {
-    std::uint64_t n = 0;
-    for (std::size_t i = 0; i < lens.size(); ++i) { n += std::uint64_t(segments_per_seq) * items_of(span[i], t); }
+    ItemCounts n{0, 0, 0};
+    for (std::size_t i = 0; i < lens.size(); ++i) { n = combined(n, item_counts_of(span[i], t, std::uint64_t(segments_per_seq))); }
     return n;
   };
   const std::size_t segments = lens.size() * std::size_t(segments_per_seq);
@@ -61,8 +61,8 @@ inline HostPlan plan_on_host(const std::vector<int>& lens, int segments_per_seq,
     for (int c = 0; c < candidate_count(top); ++c)
     {
       const int tokens = candidate_tokens(top, c);
-      const std::uint64_t n = items_at(tokens);
-      if (n > budget) { continue; }
+      const ItemCounts n = items_at(tokens);
+      if (n.items > budget) { continue; }
       const ScheduleChoice choice{wave_cost(n, tokens, m), tokens};
       if (choice.beats(best)) { best = choice; }
     }

@@ -101,8 +101,9 @@ TEST_CASE("schedule model: ties go to the longer partition, in any order of comp
 }
 
 // The host's model as bench/NOTES.md, "Partition size: the wave model", states it,
-// written out on its own: a launch of
-// segments x ceil(max_seq_len / t) blocks, ceil(blocks / wave) waves of t + fixed tokens each.
+// written out on its own: a launch of segments x ceil(max_seq_len / t) blocks, of which segments x
+// floor(max_seq_len / t) fold t tokens: ceil(full / wave) waves of t + fixed tokens, then the blocks the
+// full waves leave over, in waves of the short partition (max_seq_len mod t) + fixed tokens.
 static int reference_choice(int max_seq_len, std::size_t segments, int wave, int fixed, int limit)
 {
   const std::uint64_t length = max_seq_len > 0 ? max_seq_len : 1;
@@ -111,8 +112,9 @@ static int reference_choice(int max_seq_len, std::size_t segments, int wave, int
   std::uint64_t best = longest, best_cost = ~std::uint64_t{0};
   for (std::uint64_t t = longest; t >= 32; t -= 32)
   {
-    const std::uint64_t blocks = segments * ((length + t - 1) / t);
-    const std::uint64_t cost = (blocks + wave - 1) / wave * (t + fixed);
+    const std::uint64_t blocks = segments * ((length + t - 1) / t), full = segments * (length / t);
+    const std::uint64_t full_waves = (full + wave - 1) / wave, left = blocks > full_waves * wave ? blocks - full_waves * wave : 0;
+    const std::uint64_t cost = full_waves * (t + fixed) + (left + wave - 1) / wave * (length % t + fixed);
     if (cost < best_cost) { best_cost = cost; best = t; }
   }
   return static_cast<int>(best);
@@ -298,13 +300,18 @@ TEST_CASE("device plan: skewed batches split the long sequence over the GPU", "[
   check_plan_invariants(launch, lens, skewed);
   // The host plans 8 partitions of 4096 for every sequence; the lengths give the long one >= 32 per KV head.
   CHECK(pagedattn::partitions_of(32768, skewed.launch.partition_tokens) >= 32);
+  // Short items charged their own length: 512 tokens (a wave of the long sequence's 256 items, then the
+  // short ones), where waves of whole partitions would pick 256.
+  CHECK(skewed.launch.partition_tokens == 512);
 
   launch.max_seq_len = 100000;
+  launch.table_tokens = 0; // (the table of the bound: 32768's would make the long length invalid)
   std::fill(lens.begin(), lens.end(), 512);
   lens[0] = 100000;
   const auto long_one = launch.plan(lens);
   check_plan_invariants(launch, lens, long_one);
   CHECK(pagedattn::partitions_of(100000, long_one.launch.partition_tokens) >= 32);
+  CHECK(long_one.launch.partition_tokens == 1536); // (waves of whole partitions: 512)
 }
 
 TEST_CASE("PartitionDivisor: partitions_of and items_of by multiply and shift, exact over [0, 2^31)", "[schedule][host]")

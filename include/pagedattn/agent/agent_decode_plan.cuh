@@ -16,6 +16,7 @@
 #include <pagedattn/agent/decode_schedule.cuh>
 #include <pagedattn/agent/partition_combine_state.cuh>
 #include <pagedattn/config.cuh>
+#include <pagedattn/warp/warp_reduce_shfl.cuh>
 #include <pagedattn/util_arch.cuh> // (the trace points' timer)
 
 #include <cstdint>
@@ -33,6 +34,8 @@ public:
   struct ChoiceStorage {
     int lens[BlockThreads];                   ///< a chunk of the lengths the model counts (0 where invalid)
     unsigned long long items[BlockThreads];   ///< per thread: its candidate's items over its share of the lengths
+    unsigned long long full[BlockThreads];    ///< its candidate's items of whole partitions, likewise
+    int longest_short[BlockThreads];          ///< its candidate's longest shorter partition, likewise
     unsigned long long cost[max_candidates];
     int tokens[max_candidates];
     int longest;
@@ -94,6 +97,15 @@ public:
     }
     atomicMax(&choice.longest, longest);
     if (off_bound) { atomicMax(&choice.off_bound, 1); }
+    // A 64-bit atomicAdd on shared memory is a compare-and-swap loop, in which a warp's threads take turns
+    // (1.3 µs for 32 lengths, 2.9 for 64): where more than one lane has a count, the warp's sum goes in
+    // through its first lane alone (bench/NOTES.md, "Length-aware scheduling: the device plan").
+    const lane_mask_t counting = arch::ballot(items_at_cap > 0);
+    if ((counting & (counting - 1)) != 0) // (the whole warp: every lane has the same mask)
+    {
+      items_at_cap = WarpReduceShfl<unsigned long long>::AllSum(items_at_cap);
+      if (arch::lane_id() != 0) { items_at_cap = 0; }
+    }
     if (items_at_cap > 0) { atomicAdd(&choice.items_at_cap, items_at_cap); }
     __syncthreads();
     PAGEDATTN_TRACE_POINT(TracePoint::plan_lengths_read);
@@ -105,7 +117,7 @@ public:
     longest = choice.longest;
     if (!choice.off_bound) { return UniformLaunch(); } // (the whole block takes the same branch)
 
-    // Each candidate's items: thread (lane, c) sums items_of over every lanes-th length of each chunk.
+    // Each candidate's ItemCounts: thread (lane, c) counts every lanes-th length of each chunk.
     const int top = p_.fixed_tokens > 0 ? p_.fixed_tokens : longest_candidate(longest, p_.model);
     const int count = p_.fixed_tokens > 0 ? 1 : candidate_count(top);
     int slots = 1; // candidates' slots: a power of two >= count, so that each gets BlockThreads / slots threads
@@ -114,7 +126,8 @@ public:
     const int c = threadIdx.x % slots, lane = threadIdx.x / slots;
     const int t = c < count ? candidate_tokens(top, c) : 32;
     const PartitionDivisor divide_by_t = PartitionDivisor::of(t);
-    unsigned long long items = 0;
+    unsigned long long items = 0, full = 0;
+    int longest_short = 0;
     for (int base = 0; base < p_.num_seqs; base += BlockThreads)
     {
       const int n = detail::min_int(BlockThreads, p_.num_seqs - base);
@@ -124,21 +137,35 @@ public:
         if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(p_.seq_lens[base + threadIdx.x]); }
         __syncthreads();
       }
-      for (int j = lane; j < n; j += lanes) { items += static_cast<unsigned long long>(divide_by_t.items(choice.lens[j])); }
+      for (int j = lane; j < n; j += lanes)
+      {
+        const int len = choice.lens[j], whole = divide_by_t.quotient(len); // (len >= 0)
+        items += static_cast<unsigned long long>(divide_by_t.items(len));
+        full += static_cast<unsigned long long>(whole);
+        longest_short = max_int(longest_short, len - whole * t);
+      }
     }
     choice.items[threadIdx.x] = items;
+    choice.full[threadIdx.x] = full;
+    choice.longest_short[threadIdx.x] = longest_short;
     __syncthreads();
     if (static_cast<int>(threadIdx.x) < max_candidates)
     {
       ScheduleChoice mine = ScheduleChoice::none();
       if (static_cast<int>(threadIdx.x) < count)
       {
-        unsigned long long total = 0;
-        for (int l = 0; l < lanes; ++l) { total += choice.items[l * slots + threadIdx.x]; }
-        total *= static_cast<unsigned long long>(p_.segments_per_seq);
+        ItemCounts counts{0, 0, 0};
+        for (int l = 0; l < lanes; ++l)
+        {
+          const int k = l * slots + threadIdx.x;
+          counts = combined(counts, ItemCounts{choice.items[k], choice.full[k], choice.longest_short[k]});
+        }
+        const unsigned long long total = counts.items * static_cast<unsigned long long>(p_.segments_per_seq);
+        counts.items = total;
+        counts.full_items *= static_cast<unsigned long long>(p_.segments_per_seq);
         const int tokens = candidate_tokens(top, threadIdx.x);
         // A fixed size always fits (schedule_capacity sized the storage for it).
-        if (p_.fixed_tokens > 0 || total <= p_.item_budget) { mine = {wave_cost(total, tokens, p_.model), tokens}; }
+        if (p_.fixed_tokens > 0 || total <= p_.item_budget) { mine = {wave_cost(counts, tokens, p_.model), tokens}; }
         choice.items[threadIdx.x] = total; // (read by this thread alone: its own slot)
       }
       choice.cost[threadIdx.x] = mine.cost;

@@ -9,8 +9,10 @@
 // that keeps W thread blocks resident
 // takes ceil(n / W) waves, and a wave lasts as long as one partition of t tokens plus a block's
 // fixed cost f (its prologue, first round trip and part of the combine, in tokens of K and V it could have
-// streamed meanwhile). Of the multiples of 32 up to the longest sequence (and the policy's limit) the
-// partition size with the least waves x (t + f) wins; ties go to the longer partition (fewer partials).
+// streamed meanwhile). The items shorter than t (a sequence's last partition) that the waves of whole
+// partitions leave over take waves of their longest instead (wave_cost). Of the multiples of 32 up to the
+// longest sequence (and the policy's limit) the partition size with the least cost wins; ties go to the
+// longer partition (fewer partials).
 //
 // A sequence of n_p = ceil(len / t) partitions gives n_p work items per segment (one per KV head and head
 // part); an empty or invalid sequence still gives one, the block that writes its output (0 or NaN).
@@ -106,11 +108,53 @@ PAGEDATTN_HOST_DEVICE int candidate_count(int longest)
 }
 PAGEDATTN_HOST_DEVICE int candidate_tokens(int longest, int i) { return longest - 32 * i; }
 
-/// The modelled time of a launch of `items` work items with partitions of t tokens, in tokens.
-PAGEDATTN_HOST_DEVICE std::uint64_t wave_cost(std::uint64_t items, int t, const ScheduleModel& m)
+/// What the model counts of a launch's work items at one partition size t: all of them, those of whole
+/// partitions (t tokens), and the longest of the others (a sequence's last, shorter partition; an empty
+/// sequence's item has 0 tokens).
+struct ItemCounts {
+  std::uint64_t items, full_items;
+  int longest_short;
+};
+
+/// The items of `segments` segments of seq_len tokens each (seq_len >= 0) with partitions of t tokens.
+PAGEDATTN_HOST_DEVICE ItemCounts item_counts_of(int seq_len, int t, std::uint64_t segments)
+{
+  const int full = seq_len > 0 ? seq_len / t : 0;
+  return {segments * static_cast<std::uint64_t>(items_of(seq_len, t)), segments * static_cast<std::uint64_t>(full),
+          seq_len > 0 ? seq_len - full * t : 0};
+}
+
+/// Both batches' items: a + b.
+PAGEDATTN_HOST_DEVICE ItemCounts combined(const ItemCounts& a, const ItemCounts& b)
+{
+  return {a.items + b.items, a.full_items + b.full_items, a.longest_short > b.longest_short ? a.longest_short : b.longest_short};
+}
+
+/// ceil(n / d) for d > 0: by a 32-bit division where both fit 31 bits (every count the device's plan costs:
+/// validate_plan keeps the items under 2^31), not the 64-bit division, a subroutine on the device.
+PAGEDATTN_HOST_DEVICE std::uint64_t ceil_div(std::uint64_t n, std::uint64_t d)
+{
+  if (n < 0x80000000u && d < 0x80000000u)
+  {
+    return (static_cast<std::uint32_t>(n) + static_cast<std::uint32_t>(d) - 1) / static_cast<std::uint32_t>(d);
+  }
+  return (n + d - 1) / d;
+}
+
+/// The modelled time of a launch with partitions of t tokens, in tokens: whole waves of the full partitions,
+/// each costing t plus the fixed cost, then the other items in the room left, in waves costing the longest of
+/// them plus the fixed cost. On uniform lengths that t divides, ceil(items / W) (t + fixed); a short item is
+/// charged its own length, so that a batch of one long sequence and many short ones is not modelled as
+/// waves of whole partitions (bench/NOTES.md, "Length-aware scheduling: the device plan").
+PAGEDATTN_HOST_DEVICE std::uint64_t wave_cost(const ItemCounts& c, int t, const ScheduleModel& m)
 {
   const std::uint64_t wave = static_cast<std::uint64_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
-  return (items + wave - 1) / wave * static_cast<std::uint64_t>(t + m.fixed_cost_tokens);
+  const std::uint64_t fixed = static_cast<std::uint64_t>(m.fixed_cost_tokens);
+  const std::uint64_t full_waves = ceil_div(c.full_items, wave);
+  std::uint64_t cost = full_waves * (static_cast<std::uint64_t>(t) + fixed);
+  const std::uint64_t room = full_waves * wave; // items the full waves hold
+  if (c.items > room) { cost += ceil_div(c.items - room, wave) * (static_cast<std::uint64_t>(c.longest_short) + fixed); }
+  return cost;
 }
 
 /// The model's choice, kept as a (cost, tokens) pair so that candidates can be compared in any order (a
@@ -126,8 +170,8 @@ struct ScheduleChoice {
   PAGEDATTN_HOST_DEVICE static ScheduleChoice none() { return {~std::uint64_t{0}, 0}; }
 };
 
-/// The model's partition size for a batch, given items_at(t): the work items of the whole launch with
-/// partitions of t tokens (a sum of items_of over the batch's segments; a functor with a
+/// The model's partition size for a batch, given items_at(t): the ItemCounts of the whole launch with
+/// partitions of t tokens (item_counts_of over the batch's sequences, combined; a functor with a
 /// PAGEDATTN_HOST_DEVICE call operator), and the longest sequence.
 template <class ItemsAt>
 PAGEDATTN_HOST_DEVICE int choose_partition_tokens(const ScheduleModel& m, int longest_seq_len, ItemsAt items_at)

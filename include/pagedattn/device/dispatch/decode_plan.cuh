@@ -229,7 +229,7 @@ ScheduleModel schedule_model(const DecodeArguments<T, KvT, Variants...>& a, int 
 struct UniformBatchItems {
   std::uint64_t segments;
   int length;
-  PAGEDATTN_HOST_DEVICE std::uint64_t operator()(int t) const { return segments * static_cast<std::uint64_t>(items_of(length, t)); }
+  PAGEDATTN_HOST_DEVICE ItemCounts operator()(int t) const { return item_counts_of(length, t, segments); }
 };
 
 /// Partition size of a launch: the caller's, or the schedule model's choice for num_segments segments
