@@ -130,15 +130,16 @@ PAGEDATTN_HOST_DEVICE ItemCounts combined(const ItemCounts& a, const ItemCounts&
   return {a.items + b.items, a.full_items + b.full_items, a.longest_short > b.longest_short ? a.longest_short : b.longest_short};
 }
 
-/// ceil(n / d) for d > 0: by a 32-bit division where both fit 31 bits (every count the device's plan costs:
-/// validate_plan keeps the items under 2^31), not the 64-bit division, a subroutine on the device.
-PAGEDATTN_HOST_DEVICE std::uint64_t ceil_div(std::uint64_t n, std::uint64_t d)
+/// The waves of `wave` blocks that n items take, ceil(n / wave) (wave > 0): by a 32-bit division where both
+/// fit 31 bits (every count the device's plan costs: validate_plan keeps the items under 2^31), not the 64-bit
+/// division, a subroutine on the device.
+PAGEDATTN_HOST_DEVICE std::uint64_t waves_of(std::uint64_t n, std::uint64_t wave)
 {
-  if (n < 0x80000000u && d < 0x80000000u)
+  if (n < 0x80000000u && wave < 0x80000000u)
   {
-    return (static_cast<std::uint32_t>(n) + static_cast<std::uint32_t>(d) - 1) / static_cast<std::uint32_t>(d);
+    return (static_cast<std::uint32_t>(n) + static_cast<std::uint32_t>(wave) - 1) / static_cast<std::uint32_t>(wave);
   }
-  return (n + d - 1) / d;
+  return (n + wave - 1) / wave;
 }
 
 /// The modelled time of a launch with partitions of t tokens, in tokens: whole waves of the full partitions,
@@ -150,10 +151,10 @@ PAGEDATTN_HOST_DEVICE std::uint64_t wave_cost(const ItemCounts& c, int t, const 
 {
   const std::uint64_t wave = static_cast<std::uint64_t>(m.wave_blocks > 0 ? m.wave_blocks : 1);
   const std::uint64_t fixed = static_cast<std::uint64_t>(m.fixed_cost_tokens);
-  const std::uint64_t full_waves = ceil_div(c.full_items, wave);
+  const std::uint64_t full_waves = waves_of(c.full_items, wave);
   std::uint64_t cost = full_waves * (static_cast<std::uint64_t>(t) + fixed);
   const std::uint64_t room = full_waves * wave; // items the full waves hold
-  if (c.items > room) { cost += ceil_div(c.items - room, wave) * (static_cast<std::uint64_t>(c.longest_short) + fixed); }
+  if (c.items > room) { cost += waves_of(c.items - room, wave) * (static_cast<std::uint64_t>(c.longest_short) + fixed); }
   return cost;
 }
 
