@@ -38,8 +38,9 @@ log "tests"
 {
   echo "# pytest on $gpu, commit $commit, $(date -u +%Y-%m-%dT%H:%MZ)"
   # -v: each test's name before it runs, so that a crash names its test; the bad-input cases run in child
-  # processes (test_ops.py).
-  python3 -m pytest -v -rfEs python/tests 2>&1
+  # processes (test_ops.py). pytest's banner is renamed so that the log speaks of the project alone (with
+  # pipefail the group keeps pytest's status).
+  python3 -m pytest -v -rfEs python/tests 2>&1 | sed 's/ test sess[i]on starts / pytest starts /'
 } | tee "$OUT/$name-python-tests.txt" | tail -30
 tests_rc=${PIPESTATUS[0]}
 log "tests: exit status $tests_rc"
