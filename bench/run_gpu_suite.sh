@@ -12,9 +12,10 @@
 #                       binary (the reduced matrix, PAGEDATTN_TEST_REDUCED=1): one line per tool and binary
 #   NAME.json, NAME.png bench_decode (fp16; fp8, fp32, BI-V100 policy and layout rows), bench_combine and the
 #                       seed, merged
-#   NAME-ncu.txt        Nsight Compute on one launch of each latency-bound shape and of 64x4096, and the FP32 FMA
+#   NAME-ncu.txt        Nsight Compute on one launch of each latency-bound shape, of 64x4096 and of four serving
+#                       rows (256x1024 at head 128, a skewed batch, two graph replays at a loose bound), and the FP32 FMA
 #                       rate of the CUDA-core fold (fp32, and the BI-V100 policy in fp16) at 64x4096
-#   NAME-trace.txt      trace_decode: the per-block timelines of the latency-bound shapes
+#   NAME-trace.txt      trace_decode: the per-block timelines of the latency-bound shapes and of the serving rows
 #   summary.json        the device, the commit, test and sanitizer totals, the worst error per element type
 #                       (written once the tests and the sanitizers have both run into OUT_DIR)
 #   logs/               every step's full output
@@ -145,16 +146,21 @@ if part bench; then
   [ -f "$LOGS/bench_decode.json" ] &&
     run_step merge_results 120 python3 bench/merge_results.py --pagedattn "$LOGS/bench_decode.json" $more_runs \
       --seed "$LOGS/seed.json" --combine "$LOGS/bench_combine.json" --out "$OUT/$name.json" --plot "$OUT/$name.png"
-  { header trace_decode; timeout 120 "$BUILD/bench/trace_decode" 2>&1; } >"$OUT/$name-trace.txt"
+  # The latency-bound shapes (trace_decode's own list), then the serving rows: skewed and log-uniform batches,
+  # 256x1024 at head 128, and graph replays at a loose bound (0xBOUND+COUNTxLEN: COUNT sequences of LEN tokens).
+  { header trace_decode; timeout 120 "$BUILD/bench/trace_decode" 2>&1
+    timeout 180 "$BUILD/bench/trace_decode" --shape 1x32768+63x100 --shape 1x100000+63x512 --shape 256xlog16-8192 \
+      --shape 256x1024x128 --graph --shape 0x65536+1x1000 --shape 0x8192+32x1000 --shape 0x65536+64x1000 2>&1; } >"$OUT/$name-trace.txt"
   log "trace_decode: exit status $?"
 fi
 
 # ---- Nsight Compute ------------------------------------------------------------------------------------------
-# One launch of each latency-bound shape, and of 64x4096 beside them: the kernel's duration, the bytes it moved,
+# One launch of each latency-bound shape, of 64x4096 and of four serving rows beside them: the kernel's duration, the bytes it moved,
 # how busy DRAM was, blocks per SM, and where the warps stalled. The details go to logs/, a table to NAME-ncu.txt.
 if part ncu && command -v ncu >/dev/null; then
   log "ncu"
-  for shape in ${NCU_SHAPES:-1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256}; do
+  for shape in ${NCU_SHAPES:-1x1000@24/4/256 1x16384@24/4/256 1x100000@24/4/256 1x100000@24/4/128 64x4096@24/4/256 \
+                256x1024@24/4/128 1x32768+63x100 graph:1x1000@65536 graph:32x1000@8192}; do
     tag=$(echo "$shape" | tr '@/' '__')
     timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
       --section LaunchStats --section Occupancy -k regex:paged_attention_kernel --launch-skip 3 --launch-count 1 \
