@@ -5,7 +5,7 @@
 // timed cold (L2 flushed) and hot, and compared with the device's copy bandwidth and read bandwidth (a
 // plain kernel reading 1 GiB: the ceiling of a kernel that only reads) measured in the same run.
 //
-//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd]
+//   bench_decode --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2|bf16/fp8_e4m3] [--layout vllm|hnd|nhd]
 //                [--policy default|biv100] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...
 //       (--dtype: the queries' and output's type, then the cache's where it differs: an fp8 cache with one K
 //        and one V scale; its bytes, %copy and %read count the fp8 bytes read)
@@ -20,11 +20,13 @@
 #include "bench_decode_rows.cuh"
 
 namespace bench_decode {
-// Instantiated in parts/bench_decode_bf16_fp32.cu, parts/bench_decode_fp8.cu and parts/bench_decode_biv100.cu.
+// Instantiated in parts/bench_decode_bf16_fp32.cu, parts/bench_decode_fp8.cu, parts/bench_decode_fp8_bf16.cu and
+// parts/bench_decode_biv100.cu.
 extern template int run<__nv_bfloat16, __nv_bfloat16>(const Options&);
 extern template int run<float, float>(const Options&);
 extern template int run<__half, pagedattn::fp8_e4m3>(const Options&);
 extern template int run<__half, pagedattn::fp8_e5m2>(const Options&);
+extern template int run<__nv_bfloat16, pagedattn::fp8_e4m3>(const Options&);
 extern template int run<__half, __half, BIV100Policies>(const Options&);
 } // namespace bench_decode
 
@@ -43,5 +45,6 @@ int main(int argc, char** argv)
   if (o.dtype == "fp32") { return run<float, float>(o); }                       // the CUDA-core fold
   if (o.dtype == "fp16/fp8_e4m3") { return run<__half, fp8_e4m3>(o); }
   if (o.dtype == "fp16/fp8_e5m2") { return run<__half, fp8_e5m2>(o); }
+  if (o.dtype == "bf16/fp8_e4m3") { return run<__nv_bfloat16, fp8_e4m3>(o); }
   return o.dtype == "bf16" ? run<__nv_bfloat16, __nv_bfloat16>(o) : run<__half, __half>(o);
 }

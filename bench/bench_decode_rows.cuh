@@ -116,7 +116,7 @@ std::uint64_t fnv1a(const std::vector<T>& v)
 [[noreturn]] inline void usage(const char* argv0)
 {
   std::fprintf(stderr,
-               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2] [--layout vllm|hnd|nhd] "
+               "usage: %s --json PATH --commit SHA [--dtype fp16|bf16|fp32|fp16/fp8_e4m3|fp16/fp8_e5m2|bf16/fp8_e4m3] [--layout vllm|hnd|nhd] "
                "[--policy default|biv100 (biv100: fp16 only)] [--quick] [--shape SEQSxLEN@HEADS/KV_HEADS/HEAD]...\n",
                argv0);
   std::exit(2);
@@ -138,7 +138,7 @@ inline Options parse(int argc, char** argv)
     else if (a == "--shape" && has_value) { o.only.push_back(argv[++i]); }
     else { usage(argv[0]); }
   }
-  const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2"};
+  const char* dtypes[] = {"fp16", "bf16", "fp32", "fp16/fp8_e4m3", "fp16/fp8_e5m2", "bf16/fp8_e4m3"};
   if (o.json.empty() || std::none_of(std::begin(dtypes), std::end(dtypes), [&](const char* d) { return o.dtype == d; })) { usage(argv[0]); }
   if (o.layout != "vllm" && o.layout != "hnd" && o.layout != "nhd") { usage(argv[0]); }
   // The BI-V100 policy's rows are instantiated for fp16 only (parts/bench_decode_biv100.cu).

@@ -83,24 +83,39 @@ PAGEDATTN_HOST_DEVICE std::uint32_t fp8x2_to_pair(std::uint32_t four, int half_i
 }
 
 /// Four fp8 bytes (element i in byte i) as two pairs of T: elements 0, 1 in `low`, 2, 3 in `high`. On
-/// sm_89+ (NVIDIA) an fp16 pair is one cvt instruction per pair; elsewhere fp8x2_to_pair. The same values
-/// either way (every fp8 value is exact in fp16; NaN bytes give a NaN).
+/// sm_89+ (NVIDIA) an fp16 pair is one cvt instruction, a bf16 pair four (fp8 to fp16, each half to fp32,
+/// the two to bf16); elsewhere fp8x2_to_pair. The same values either way (every fp8 value is exact in fp16,
+/// fp32 and bf16; NaN bytes give a NaN).
 template <Fp8Format Format, class T>
 PAGEDATTN_HOST_DEVICE void fp8x4_to_pairs(std::uint32_t four, std::uint32_t& low, std::uint32_t& high)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__ILUVATAR__)
-  if constexpr (std::is_same_v<T, __half>)
+  if constexpr (std::is_same_v<T, __half> && Format == Fp8Format::e4m3)
   {
-    if constexpr (Format == Fp8Format::e4m3)
-    {
-      asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
-          : "=r"(low), "=r"(high) : "r"(four));
-    }
-    else
-    {
-      asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e5m2x2 %0, lo;\n cvt.rn.f16x2.e5m2x2 %1, hi;\n}"
-          : "=r"(low), "=r"(high) : "r"(four));
-    }
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
+    return;
+  }
+  else if constexpr (std::is_same_v<T, __half>)
+  {
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e5m2x2 %0, lo;\n cvt.rn.f16x2.e5m2x2 %1, hi;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
+    return;
+  }
+  else if constexpr (Format == Fp8Format::e4m3) // bf16 (cvt.rn.bf16x2.f32 puts its first source in the upper half)
+  {
+    asm("{\n .reg .b16 lo, hi, a, b;\n .reg .b32 h;\n .reg .f32 fa, fb;\n mov.b32 {lo, hi}, %2;\n"
+        " cvt.rn.f16x2.e4m3x2 h, lo;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %0, fb, fa;\n"
+        " cvt.rn.f16x2.e4m3x2 h, hi;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %1, fb, fa;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
+    return;
+  }
+  else
+  {
+    asm("{\n .reg .b16 lo, hi, a, b;\n .reg .b32 h;\n .reg .f32 fa, fb;\n mov.b32 {lo, hi}, %2;\n"
+        " cvt.rn.f16x2.e5m2x2 h, lo;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %0, fb, fa;\n"
+        " cvt.rn.f16x2.e5m2x2 h, hi;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %1, fb, fa;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
     return;
   }
 #endif
