@@ -82,6 +82,39 @@ PAGEDATTN_HOST_DEVICE std::uint32_t fp8x2_to_pair(std::uint32_t four, int half_i
   }
 }
 
+namespace detail {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__ILUVATAR__)
+/// Four fp8 bytes as two fp16 pairs, one cvt instruction per pair (sm_89+).
+template <Fp8Format Format>
+PAGEDATTN_DEVICE void fp8x4_to_half2s(std::uint32_t four, std::uint32_t& low, std::uint32_t& high)
+{
+  if constexpr (Format == Fp8Format::e4m3)
+  {
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
+  }
+  else
+  {
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e5m2x2 %0, lo;\n cvt.rn.f16x2.e5m2x2 %1, hi;\n}"
+        : "=r"(low), "=r"(high) : "r"(four));
+  }
+}
+
+/// An fp16 pair as a bf16 pair: each half to fp32, the two to bf16 (exact for the values fp8 holds;
+/// cvt.rn.bf16x2.f32 puts its first source in the upper half).
+PAGEDATTN_DEVICE std::uint32_t half2_to_bfloat162(std::uint32_t pair)
+{
+  std::uint32_t r;
+  asm("{\n .reg .b16 a, b;\n .reg .f32 fa, fb;\n mov.b32 {a, b}, %1;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n"
+      " cvt.rn.bf16x2.f32 %0, fb, fa;\n}"
+      : "=r"(r) : "r"(pair));
+  return r;
+}
+#endif
+
+} // namespace detail
+
 /// Four fp8 bytes (element i in byte i) as two pairs of T: elements 0, 1 in `low`, 2, 3 in `high`. On
 /// sm_89+ (NVIDIA) an fp16 pair is one cvt instruction, a bf16 pair four (fp8 to fp16, each half to fp32,
 /// the two to bf16); elsewhere fp8x2_to_pair. The same values either way (every fp8 value is exact in fp16,
@@ -90,37 +123,16 @@ template <Fp8Format Format, class T>
 PAGEDATTN_HOST_DEVICE void fp8x4_to_pairs(std::uint32_t four, std::uint32_t& low, std::uint32_t& high)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__ILUVATAR__)
-  if constexpr (std::is_same_v<T, __half> && Format == Fp8Format::e4m3)
+  detail::fp8x4_to_half2s<Format>(four, low, high);
+  if constexpr (!std::is_same_v<T, __half>)
   {
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
-        : "=r"(low), "=r"(high) : "r"(four));
-    return;
+    low = detail::half2_to_bfloat162(low);
+    high = detail::half2_to_bfloat162(high);
   }
-  else if constexpr (std::is_same_v<T, __half>)
-  {
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e5m2x2 %0, lo;\n cvt.rn.f16x2.e5m2x2 %1, hi;\n}"
-        : "=r"(low), "=r"(high) : "r"(four));
-    return;
-  }
-  else if constexpr (Format == Fp8Format::e4m3) // bf16 (cvt.rn.bf16x2.f32 puts its first source in the upper half)
-  {
-    asm("{\n .reg .b16 lo, hi, a, b;\n .reg .b32 h;\n .reg .f32 fa, fb;\n mov.b32 {lo, hi}, %2;\n"
-        " cvt.rn.f16x2.e4m3x2 h, lo;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %0, fb, fa;\n"
-        " cvt.rn.f16x2.e4m3x2 h, hi;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %1, fb, fa;\n}"
-        : "=r"(low), "=r"(high) : "r"(four));
-    return;
-  }
-  else
-  {
-    asm("{\n .reg .b16 lo, hi, a, b;\n .reg .b32 h;\n .reg .f32 fa, fb;\n mov.b32 {lo, hi}, %2;\n"
-        " cvt.rn.f16x2.e5m2x2 h, lo;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %0, fb, fa;\n"
-        " cvt.rn.f16x2.e5m2x2 h, hi;\n mov.b32 {a, b}, h;\n cvt.f32.f16 fa, a;\n cvt.f32.f16 fb, b;\n cvt.rn.bf16x2.f32 %1, fb, fa;\n}"
-        : "=r"(low), "=r"(high) : "r"(four));
-    return;
-  }
-#endif
+#else
   low = fp8x2_to_pair<Format, T>(four, 0);
   high = fp8x2_to_pair<Format, T>(four, 1);
+#endif
 }
 
 /// Bytes (b0, b1, b2, b3) of `four` as (b0, b2, b1, b3): two 2-byte pairs (rows r and r + 1 of columns c,
