@@ -164,4 +164,7 @@ TEST_CASE("BlockTileTensorCore: token rows, 16-bit and fp8, against fp64", "[blo
   check<__nv_bfloat16, __nv_bfloat16, 128, RowsSlab<__nv_bfloat16, 128>, 1, 32>(rng, 17, 96, 5, 20.f);
   check<__half, __half, 80, RowsSlab<__half, 80>, 2, 8>(rng, 8, 90, 4, 0.f);           // padded rows, cp.async's layout
   check<__half, pagedattn::fp8_e4m3, 128, RowsSlab<pagedattn::fp8_e4m3, 128>, 2, 8>(rng, 8, 150, 4, 0.f); // fp8 V read transposed
+  check<__half, pagedattn::fp8_e5m2, 128, RowsSlab<pagedattn::fp8_e5m2, 128>, 4, 8>(rng, 7, 300, 4, 0.f); // fp8's 128-token tile, partial in its first half
+  check<__half, pagedattn::fp8_e4m3, 128, RowsSlab<pagedattn::fp8_e4m3, 128>, 4, 8>(rng, 8, 256, 3, 20.f); // whole 128-token tiles
+  check<__half, pagedattn::fp8_e4m3, 128, RowsSlab<pagedattn::fp8_e4m3, 128>, 4, 8>(rng, 5, 220, 4, 0.f); // a partial tile past its half
 }

@@ -17,8 +17,9 @@ void check_limits_of_kernel()
   constexpr bool fp8_on_tensor_cores = pagedattn::is_fp8<KvT> && pagedattn::detail::uses_tensor_cores<T, Policy, KvT>;
   // Blocks of up to 8 rows within the policy's budget; the tensor-core tile's blocks of 32 rows (several
   // new tokens per sequence) are larger, and within 99 KB: sm_86's per-block limit, two blocks per SM on
-  // Hopper (a 110 KB one was once built before this check existed).
-  constexpr std::size_t budget = MaxRows > 8 ? 99 * 1024 : Policy::smem_budget_bytes;
+  // Hopper (a 110 KB one was once built before this check existed). So are an fp8 cache's (sm_90 only):
+  // its 128-token steps at heads <= 128 take 85 KB, two blocks per SM as 16-bit head 128's 77 KB.
+  constexpr std::size_t budget = MaxRows > 8 || fp8_on_tensor_cores ? 99 * 1024 : Policy::smem_budget_bytes;
   CHECK(pagedattn::detail::paged_attention_smem_bytes<Traits>() <= budget);
   CHECK(Policy::block_threads % pagedattn::warp_threads == 0);
   CHECK(pagedattn::head_is_whole_vectors<KvT>(HeadDim)); // 16-byte key slices of the cache

@@ -62,15 +62,18 @@ public:
                 "the host sizes the block's storage with the slab of either pass");
   /// Query rows of the tile: one n-tile of 8 (a GQA group of up to 8 heads, one new token), else four.
   static constexpr int tile_rows = MaxRows <= 8 ? 8 : 32;
-  /// 32-token slabs folded per step: up to 2, as many as fit Policy::tile_bytes of K and V (heads <= 128
-  /// fold 64 tokens at once, so the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens).
-  /// One with four n-tiles: their scores take registers per slab (2 m-tiles x 4 n-tiles x 4 floats).
+  /// 32-token slabs folded per step: as many as fit Policy::tile_bytes of K and V, up to 2 of 16-bit elements
+  /// and 4 of fp8, so that the per-step softmax and barriers are paid per ~tile_bytes, not per 32 tokens
+  /// (16-bit heads <= 128 fold 64 tokens at once; fp8 head 256 64, heads <= 128 128: the fold's fixed cost
+  /// per step is the same for half the bytes). One with four n-tiles: their scores take registers per slab
+  /// (2 m-tiles x 4 n-tiles x 4 floats).
   static constexpr int slab_bytes = static_cast<int>(sizeof(typename Slab::Storage)); ///< K and V of 32 tokens (and any padding)
   static constexpr int slabs_fitting = Policy::tile_bytes / slab_bytes;
-  static constexpr int slabs = slabs_fitting >= 2 && tile_rows == 8 ? 2 : 1;
+  static constexpr int max_slabs = fp8_cache ? 4 : 2;
+  static constexpr int slabs = slabs_fitting >= 2 && tile_rows == 8 ? (slabs_fitting < max_slabs ? slabs_fitting : max_slabs) : 1;
   /// Buffers of tiles: the policy's; an fp8 cache's tiles of fewer than tile_bytes get more of them, so
-  /// that stages x tile_bytes are in flight (head 256 folds 64 tokens per step: 2 tiles of 32 KB; head
-  /// 128: 4 of 16 KB), at least the 16-bit pipeline's bytes.
+  /// that stages x tile_bytes are in flight (heads 256 and 128 fold 2 tiles of 32 KB, of 64 and 128 tokens;
+  /// head 64 4 of 16 KB), at least the 16-bit pipeline's bytes.
   static constexpr int stages = Policy::stages * (fp8_cache && slabs_fitting > slabs ? slabs_fitting / slabs : 1);
   static_assert(!fp8_cache || Policy::kv_copy != KvCopy::cp_async, "an fp8 cache on tensor cores: sm_90 copies only (uses_tensor_cores)");
   using Scorer = BoundScoreVariant<ScoreVariant, T, KvT>;

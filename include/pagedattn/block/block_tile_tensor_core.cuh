@@ -93,6 +93,9 @@ public:
   static constexpr bool fp8_value_rows = fp8_cache && Slab::Layout::value_rows;
   /// Elements per P row: conflict-free B reads (4 bytes per lane: + 8; fp8's 8 bytes per lane: + 16).
   static constexpr int p_stride = tile_tokens + (fp8_cache ? 16 : 8);
+  /// An fp8 tile of four slabs folds a partial tile whose live tokens fit its first half as that half
+  /// (Consume): a short partition's one tile then costs the 64-token tile's softmax and stores.
+  static constexpr bool narrow_partial = fp8_cache && Slabs == 4;
   static constexpr int rows_per_warp = max_rows / Warps;          ///< softmax rows of a warp
   static constexpr int lanes_per_head = warp_threads / rows_per_warp;
   static constexpr int tokens_per_lane = tile_tokens / lanes_per_head;
@@ -177,26 +180,20 @@ public:
   /// fill, KvSlabBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024: bench/NOTES.md,
   /// "The tensor-core fold").
+  /// An fp8 tile of four slabs whose live tokens fit its first half (a short partition's one tile) is folded
+  /// as that half (narrow_partial): its scores, softmax and weights cover 64 tokens, not 128.
   template <bool PartialTile>
   PAGEDATTN_DEVICE void Consume(const typename Slab::Storage* slab, int token0, int end_token)
   {
-    const int lane = arch::lane_id(), warp = arch::warp_id();
-    const int live_steps = PartialTile ? min(2 * Slabs, ceil_div(end_token - token0, 16)) : 2 * Slabs; // QK m-tiles = PV k-steps
-    const LaneUnits u = lane_units(lane, warp);
-    Scores<PartialTile>(slab, live_steps, u);
-    __syncthreads();
-
-    // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1 ----------------
-    // (A warp whose heads are a whole n-tile past the tile's rows skips it: their P stays the zero
-    // StoreRows wrote, which that n-tile's PV mma reads.)
-    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax<PartialTile>(token0, end_token, warp, lane); }
-    __syncthreads();
-
-    RescaleOutput();
-    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
-    if constexpr (fp8_cache && Slab::Layout::value_rows) { ValuesFp8Rows<PartialTile>(slab, live_steps); }
-    else if constexpr (fp8_cache) { ValuesFp8<PartialTile>(slab, live_steps); }
-    else { Values<PartialTile>(slab, live_steps, u); }
+    if constexpr (PartialTile && narrow_partial)
+    {
+      if (end_token - token0 <= tile_tokens / 2) // block-uniform
+      {
+        FoldSlabs<true, Slabs / 2>(slab, token0, end_token);
+        return;
+      }
+    }
+    FoldSlabs<PartialTile, Slabs>(slab, token0, end_token);
   }
 
   /// Block-wide: the block's partial of every head of the group (heads < `heads`): stats[2h] = max score,
@@ -231,6 +228,29 @@ public:
   }
 
 private:
+  /// Consume's work over the tile's first Width slabs (Width < Slabs: a PartialTile whose live tokens lie there).
+  template <bool PartialTile, int Width>
+  PAGEDATTN_DEVICE void FoldSlabs(const typename Slab::Storage* slab, int token0, int end_token)
+  {
+    const int lane = arch::lane_id(), warp = arch::warp_id();
+    const int live_steps = PartialTile ? min(2 * Width, ceil_div(end_token - token0, 16)) : 2 * Width; // QK m-tiles = PV k-steps
+    const LaneUnits u = lane_units(lane, warp);
+    Scores<PartialTile, Width>(slab, live_steps, u);
+    __syncthreads();
+
+    // ---- softmax of this warp's heads: lane's head sh, tokens t0 .. t0 + lane_tokens - 1 ----------------
+    // (A warp whose heads are a whole n-tile past the tile's rows skips it: their P stays the zero
+    // StoreRows wrote, which that n-tile's PV mma reads.)
+    if (rows_per_warp < 8 || live_n_tile(warp * rows_per_warp / 8)) { Softmax<PartialTile, Width>(token0, end_token, warp, lane); }
+    __syncthreads();
+
+    RescaleOutput();
+    // ---- PV: this warp's m-tiles, O^T rows (16m + g, 16m + g + 8), heads (2q, 2q + 1) -------------------
+    if constexpr (fp8_cache && Slab::Layout::value_rows) { ValuesFp8Rows<PartialTile, Width>(slab, live_steps); }
+    else if constexpr (fp8_cache) { ValuesFp8<PartialTile, Width>(slab, live_steps); }
+    else { Values<PartialTile, Width>(slab, live_steps, u); }
+  }
+
   /// 16-bit slabs: this lane's ldmatrix units at the warp's k-step i are those of its first k-step plus i
   /// advances (linear_units), computed once per tile: an add per ldmatrix, not the layout's arithmetic.
   /// [h]: the slab's 16-token half h (QK's m-tile r % 2; PV's k-step st % 2). Zero where unused.
@@ -257,16 +277,16 @@ private:
   }
 
   /// Consume's QK product: this warp's k-steps of the tile's live 16-token steps, its partial S^T to temp_.scores.
-  template <bool PartialTile>
+  template <bool PartialTile, int Width>
   PAGEDATTN_DEVICE void Scores(const typename Slab::Storage* slab, int live_steps, const LaneUnits& u)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
     // ---- QK: this warp's k-steps, partial S^T for tokens (16r + g, 16r + g + 8), heads (2q, 2q + 1) ----
-    float s[2 * Slabs][n_tiles][4];
+    float s[2 * Width][n_tiles][4];
 #pragma unroll
-    for (int r = 0; r < 2 * Slabs; ++r)
+    for (int r = 0; r < 2 * Width; ++r)
     {
 #pragma unroll
       for (int n = 0; n < n_tiles; ++n) { s[r][n][0] = s[r][n][1] = s[r][n][2] = s[r][n][3] = 0.f; }
@@ -279,7 +299,7 @@ private:
       if constexpr (fp8_cache)
       {
 #pragma unroll
-        for (int j = 0; j < Slabs; ++j)
+        for (int j = 0; j < Width; ++j)
         {
           if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
           std::uint32_t k[4]; // tokens 8i + g, dims 16 step + 4q .. + 3
@@ -303,7 +323,7 @@ private:
       else
       {
 #pragma unroll
-        for (int r = 0; r < 2 * Slabs; ++r)
+        for (int r = 0; r < 2 * Width; ++r)
         {
           if (PartialTile && r >= live_steps) { break; } // block-uniform
           std::uint32_t a0, a1, a2, a3; // tokens 16r + row8 (+ 8), dims 16 step (+ 8)
@@ -318,7 +338,7 @@ private:
       }
     }
 #pragma unroll
-    for (int r = 0; r < 2 * Slabs; ++r)
+    for (int r = 0; r < 2 * Width; ++r)
     {
 #pragma unroll
       for (int n = 0; n < n_tiles; ++n)
@@ -352,14 +372,14 @@ private:
   }
 
   /// Consume's PV product, 16-bit V (dim-major, or token rows read transposed).
-  template <bool PartialTile>
+  template <bool PartialTile, int Width>
   PAGEDATTN_DEVICE void Values(const typename Slab::Storage* slab, int live_steps, const LaneUnits& u)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
 #pragma unroll
-    for (int st = 0; st < 2 * Slabs; ++st)
+    for (int st = 0; st < 2 * Width; ++st)
     {
       if (PartialTile && st >= live_steps) { break; } // block-uniform
       std::uint32_t b0[n_tiles], b1[n_tiles];
@@ -388,14 +408,14 @@ private:
   }
 
   /// Consume's PV product, fp8 V in vLLM's layout (dim-major).
-  template <bool PartialTile>
+  template <bool PartialTile, int Width>
   PAGEDATTN_DEVICE void ValuesFp8(const typename Slab::Storage* slab, int live_steps)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
     const int row8 = lane & 7, half = (lane >> 3) & 1, upper = lane >> 4; // this lane's ldmatrix row
 #pragma unroll
-    for (int j = 0; j < Slabs; ++j)
+    for (int j = 0; j < Width; ++j)
     {
       if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
       uint2 b0[n_tiles], b1[n_tiles];
@@ -443,13 +463,13 @@ private:
   }
 
   /// Consume's PV product, fp8 V in token rows (read transposed; the m-rows permuted: StorePartial).
-  template <bool PartialTile>
+  template <bool PartialTile, int Width>
   PAGEDATTN_DEVICE void ValuesFp8Rows(const typename Slab::Storage* slab, int live_steps)
   {
     const int lane = arch::lane_id(), warp = arch::warp_id();
     const int g = lane / 4, q = lane % 4;
 #pragma unroll
-    for (int j = 0; j < Slabs; ++j)
+    for (int j = 0; j < Width; ++j)
     {
       if (PartialTile && 2 * j >= live_steps) { break; } // block-uniform
       std::uint32_t b[n_tiles][2][2]; // P^T of the slab's two k-steps, tokens in order (as 16-bit V)
@@ -507,18 +527,20 @@ private:
   /// The online softmax of this warp's heads over the tile's partial scores (Consume, between its barriers):
   /// lane's head sh, tokens t0 .. t0 + tokens_per_lane - 1; writes P and the heads' rescale factors. Only a
   /// PartialTile has tokens at or past end_token.
-  template <bool PartialTile>
+  template <bool PartialTile, int Width>
   PAGEDATTN_DEVICE void Softmax(int token0, int end_token, int warp, int lane)
   {
-    const int sh = warp * rows_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * tokens_per_lane;
-    float score[tokens_per_lane];
+    constexpr int lane_tokens = Slab::tile_tokens * Width / lanes_per_head; // (tokens_per_lane at the whole tile)
+    static_assert(lane_tokens >= 2 && lane_tokens % 2 == 0, "pairs of tokens per lane");
+    const int sh = warp * rows_per_warp + lane / lanes_per_head, t0 = (lane % lanes_per_head) * lane_tokens;
+    float score[lane_tokens];
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e) { score[e] = 0.f; }
+    for (int e = 0; e < lane_tokens; ++e) { score[e] = 0.f; }
 #pragma unroll
     for (int w = 0; w < Warps; ++w) // fixed order
     {
 #pragma unroll
-      for (int e = 0; e < tokens_per_lane; e += 2)
+      for (int e = 0; e < lane_tokens; e += 2)
       {
         const float2 part = *reinterpret_cast<const float2*>(&temp_.scores[w][sh][t0 + e]);
         score[e] += part.x;
@@ -530,10 +552,10 @@ private:
     // instructions (bench/NOTES.md, "Decode variants: soft-cap, sinks, windows, output epilogue").
     const Row row = temp_.row[sh];
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e) { score[e] *= score_scale(); }
+    for (int e = 0; e < lane_tokens; ++e) { score[e] *= score_scale(); }
     scorer_.Logits(score, row, token0 + t0);
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e)
+    for (int e = 0; e < lane_tokens; ++e)
     {
       const int token = token0 + t0 + e;
       score[e] = (!PartialTile || token < end_token) && scorer_.Visible(row, token) ? score[e] : -INFINITY;
@@ -545,7 +567,7 @@ private:
     const float shift = tile_max == -INFINITY ? 0.f : tile_max;
     float tile_sum = 0.f;
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; ++e)
+    for (int e = 0; e < lane_tokens; ++e)
     {
       score[e] = __expf(score[e] - shift); // masked tokens: exp(-inf) = 0
       tile_sum += score[e];
@@ -556,7 +578,7 @@ private:
     max_score_ = rs.max_score;
     exp_sum_ = rescaled_sum(rs, exp_sum_, tile_sum);
 #pragma unroll
-    for (int e = 0; e < tokens_per_lane; e += 2)
+    for (int e = 0; e < lane_tokens; e += 2)
     {
       *reinterpret_cast<std::uint32_t*>(&temp_.p[sh][t0 + e]) = pack_weights(rs.beta * score[e], rs.beta * score[e + 1]);
     }
