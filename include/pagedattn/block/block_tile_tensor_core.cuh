@@ -180,8 +180,7 @@ public:
   /// fill, KvSlabBulk::ClearDeadValues). Whole tiles run without those checks (the loops' breaks
   /// cost the fold's instruction-level parallelism: 2-4 % on 256x1024: bench/NOTES.md,
   /// "The tensor-core fold").
-  /// An fp8 tile of four slabs whose live tokens fit its first half (a short partition's one tile) is folded
-  /// as that half (narrow_partial): its scores, softmax and weights cover 64 tokens, not 128.
+  /// (A PartialTile of an fp8 tile is folded as its first half where that holds every live token: narrow_partial.)
   template <bool PartialTile>
   PAGEDATTN_DEVICE void Consume(const typename Slab::Storage* slab, int token0, int end_token)
   {
