@@ -110,13 +110,14 @@ if part bench; then
     [ -x "$BUILD/examples/$example" ] && run_step "$example" 300 "$BUILD/examples/$example"
   done
   run_step bench_decode 600 "$bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
-  # fp8 caches: the uniform table with e4m3, the Qwen3.6 rows with e5m2, and bf16 queries over e4m3.
-  qwen_rows=$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024; do echo --shape $s@24/4/256; done)
-  run_step bench_decode_fp8_e4m3 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_e4m3.json" --commit "$commit" \
-    --dtype fp16/fp8_e4m3 $qwen_rows --shape 1x1000@24/4/256 --shape 4x2049@24/4/256 \
-    --shape 1x100000@24/4/128 --shape 64x4096@24/4/128 --shape 64x4096@32/8/128 --shape 64xlog100-100000
-  run_step bench_decode_fp8_e5m2 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_e5m2.json" --commit "$commit" \
-    --dtype fp16/fp8_e5m2 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256
+  # fp8 caches: the Qwen3.6 rows, head 128, the latency rows and the mixes, in each format; bf16 queries over e4m3.
+  fp8_rows="$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024 1x1000 4x2049; do echo --shape $s@24/4/256; done)
+    $(for s in 1x100000@24/4/128 64x4096@24/4/128 256x1024@24/4/128 1x1000@24/4/128 1x100000@32/8/128 64x4096@32/8/128 \
+      64xlog100-100000 1x100000+63x512; do echo --shape $s; done)"
+  for format in e4m3 e5m2; do
+    run_step bench_decode_fp8_$format 400 "$bench_decode" --json "$LOGS/bench_decode_fp8_$format.json" --commit "$commit" \
+      --dtype fp16/fp8_$format $fp8_rows
+  done
   run_step bench_decode_fp8_bf16 300 "$bench_decode" --json "$LOGS/bench_decode_fp8_bf16.json" --commit "$commit" \
     --dtype bf16/fp8_e4m3 --shape 1x100000@24/4/256 --shape 64x4096@24/4/256 --shape 1x100000@24/4/128 --shape 64x4096@24/4/128
   # The CUDA-core fold (fp32: the path of BI-V100 and of sm_80's fp8) on the Qwen3.6 rows, and the same rows in
