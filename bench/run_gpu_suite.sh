@@ -110,8 +110,9 @@ if part bench; then
     [ -x "$BUILD/examples/$example" ] && run_step "$example" 300 "$BUILD/examples/$example"
   done
   run_step bench_decode 600 "$bench_decode" --json "$LOGS/bench_decode.json" --commit "$commit" --dtype fp16
+  qwen_rows=$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024; do echo --shape $s@24/4/256; done)
   # fp8 caches: the Qwen3.6 rows, head 128, the latency rows and the mixes, in each format; bf16 queries over e4m3.
-  fp8_rows="$(for s in 1x100000 1x16384 8x32768 32x8192 64x4096 256x1024 1x1000 4x2049; do echo --shape $s@24/4/256; done)
+  fp8_rows="$qwen_rows $(for s in 1x1000 4x2049; do echo --shape $s@24/4/256; done)
     $(for s in 1x100000@24/4/128 64x4096@24/4/128 256x1024@24/4/128 1x1000@24/4/128 1x100000@32/8/128 64x4096@32/8/128 \
       64xlog100-100000 1x100000+63x512; do echo --shape $s; done)"
   for format in e4m3 e5m2; do
