@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -63,7 +64,24 @@ struct ServingShape {
   std::vector<int> lens;
   int bound; ///< max_seq_len: the longest length, or the bound a graph was captured under
   bool graph;
+  std::vector<int> query_rows = {}; ///< each sequence's new tokens (query_start_loc; q_len their most); empty: one each
 };
+
+/// Draft lengths 0 .. `most` in turn (speculative decoding with per-request proposals; 0: speculation off and
+/// the token already verified, nothing to compute).
+inline std::vector<int> cycling_rows(int n, int most)
+{
+  std::vector<int> rows;
+  for (int i = 0; i < n; ++i) { rows.push_back(i % (most + 1)); }
+  return rows;
+}
+/// `first` for the first sequence, then `a` and `b` in turn.
+inline std::vector<int> mixed_rows(int n, int first, int a, int b)
+{
+  std::vector<int> rows{first};
+  for (int i = 1; i < n; ++i) { rows.push_back(i % 2 ? a : b); }
+  return rows;
+}
 
 using bench_batches::log_uniform_lengths;
 using bench_batches::skewed_lengths;
@@ -90,6 +108,10 @@ inline std::vector<ServingShape> serving_shapes()
       {"graph:64x4096@4096", std::vector<int>(64, 4096), 4096, true},
       {"graph:256x1024@1024", std::vector<int>(256, 1024), 1024, true},
       {"graph:1x100000@100000", std::vector<int>(1, 100000), 100000, true},
+      // Each sequence its own new tokens in one launch (query_start_loc), against one launch per distinct
+      // count (split_us) and the bytes alone at the read bandwidth (bytes_us).
+      {"64x4096+rows0-4", std::vector<int>(64, 4096), 4096, false, cycling_rows(64, 4)},
+      {"1x100000+15x8192+rows4/1", skewed_lengths(100000, 15, 8192), 100000, false, mixed_rows(16, 4, 1, 4)},
   };
 }
 
@@ -101,6 +123,7 @@ struct Row {
   std::string serving_name;   ///< a serving row's name (empty: a row of the uniform table)
   double fresh_us = std::numeric_limits<double>::quiet_NaN(); ///< graph rows: a fresh launch at the true maximum
   double pct_read = std::numeric_limits<double>::quiet_NaN(); ///< of the read bandwidth measured in the same run
+  double split_us = std::numeric_limits<double>::quiet_NaN(); ///< per-sequence rows: one launch per distinct count
 };
 
 /// 64-bit FNV-1a of a buffer's bytes (the output fingerprint that shows two builds give the same bits).
@@ -175,15 +198,69 @@ Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, 
   return r;
 }
 
+/// A batch of per-sequence new tokens launched as it is done without query offsets: one launch per distinct
+/// count n over the sequences with n (their block table rows and lengths gathered; q_len n, max_seq_len their
+/// longest), back to back. The median of the launches together (the L2 flushed once before them).
+template <class T, class KvT, class Policies>
+double split_launches_us(const paged_decode::PagedDecodeProblem<T, KvT>& problem, const pagedattn::DecodeArguments<T, KvT>& with_offsets,
+                         const ServingShape& sh, std::uint64_t seed, int launches, const paged_decode::L2Flush& flush, cudaStream_t stream)
+{
+  const paged_decode::DecodeShape& shape = problem.shape();
+  const std::vector<int> tables = paged_decode::scattered_block_tables(shape, seed);
+  const int per_seq = shape.blocks_per_seq();
+  std::vector<std::unique_ptr<paged_decode::DeviceArray<int>>> keep; // each split's tables and lengths
+  std::vector<pagedattn::DecodeArguments<T, KvT>> splits;
+  std::size_t temp_bytes = 0;
+  for (int n = 1; n <= shape.q_len; ++n)
+  {
+    std::vector<int> split_tables, split_lens;
+    for (int q = 0; q < shape.num_seqs; ++q)
+    {
+      if (sh.query_rows[std::size_t(q)] != n) { continue; }
+      split_tables.insert(split_tables.end(), tables.begin() + std::ptrdiff_t(q) * per_seq, tables.begin() + std::ptrdiff_t(q + 1) * per_seq);
+      split_lens.push_back(sh.lens[std::size_t(q)]);
+    }
+    if (split_lens.empty()) { continue; }
+    keep.push_back(std::make_unique<paged_decode::DeviceArray<int>>(split_tables.size()));
+    keep.back()->upload(split_tables);
+    pagedattn::DecodeArguments<T, KvT> a = with_offsets;
+    a.block_tables = keep.back()->get();
+    keep.push_back(std::make_unique<paged_decode::DeviceArray<int>>(split_lens.size()));
+    keep.back()->upload(split_lens);
+    a.seq_lens = keep.back()->get();
+    a.num_seqs = int(split_lens.size());
+    a.max_seq_len = *std::max_element(split_lens.begin(), split_lens.end());
+    a.q_len = n;
+    a.query_start_loc = nullptr;
+    a.num_query_rows = 0;
+    std::size_t bytes = 0;
+    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, bytes, a)));
+    temp_bytes = std::max(temp_bytes, bytes);
+    splits.push_back(a);
+  }
+  paged_decode::DeviceArray<char> temp(temp_bytes);
+  auto launch_splits = [&] {
+    for (const auto& a : splits)
+    {
+      std::size_t bytes = temp_bytes;
+      PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), bytes, a, stream)));
+    }
+  };
+  return paged_decode::median_launch_us(launch_splits, launches, stream, &flush);
+}
+
 /// A serving row: the batch in a cache of `bound` tokens per sequence; a graph row's median is the replay's.
 template <class T, class KvT, class Policies>
 Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
                 cudaStream_t stream)
 {
   const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
-  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size, layout};
-  paged_decode::PagedDecodeProblem<T, KvT> problem(shape, /*seed=*/20261201);
+  const int most_rows = sh.query_rows.empty() ? 1 : *std::max_element(sh.query_rows.begin(), sh.query_rows.end());
+  const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size, layout, most_rows};
+  const std::uint64_t seed = 20261201;
+  paged_decode::PagedDecodeProblem<T, KvT> problem(shape, seed);
   problem.set_seq_lens(sh.lens);
+  if (!sh.query_rows.empty()) { problem.set_query_rows(sh.query_rows); }
   pagedattn::DecodeArguments<T, KvT> args = problem.arguments(); // max_seq_len = the bound
   pagedattn::DecodeArguments<T, KvT> fresh_args = args;
   fresh_args.max_seq_len = longest;
@@ -214,8 +291,8 @@ Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launc
   const double rel_err = problem.max_relative_error(output, problem.sample_pairs(reference_pairs));
   const double tolerance = std::is_same_v<T, __nv_bfloat16> ? 1e-2 : 2e-3;
 
-  Row r{{shape.num_seqs, longest, shape.num_heads, shape.num_kv_heads, shape.head_size}, 0, 0, problem.bytes_moved(), 0, 0, rel_err,
-        rel_err < tolerance, fnv1a(output), sh.name};
+  Row r{{shape.num_seqs, longest, shape.num_heads, shape.num_kv_heads, shape.head_size, 0, most_rows}, 0, 0, problem.bytes_moved(), 0, 0,
+        rel_err, rel_err < tolerance, fnv1a(output), sh.name};
   r.median_us = paged_decode::median_launch_us(decode, launches, stream, &flush);
   r.hot_us = paged_decode::median_hot_us(decode, launches, stream);
   if (sh.graph)
@@ -223,6 +300,7 @@ Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launc
     r.fresh_us = paged_decode::median_launch_us(fresh, launches, stream, &flush);
     PAGEDATTN_CHECK(cudaGraphExecDestroy(exec));
   }
+  if (!sh.query_rows.empty()) { r.split_us = split_launches_us<T, KvT, Policies>(problem, fresh_args, sh, seed, launches, flush, stream); }
   r.gbps = r.bytes / (r.median_us * 1e3);
   r.pct_copy = 100.0 * r.gbps / copy_gbps;
   return r;
@@ -268,10 +346,14 @@ inline bool write_json(const Options& o, const char* device, double copy_gbps, d
                  bench_json::num(r.gbps).c_str(), bench_json::num(r.pct_copy).c_str(), bench_json::num(r.pct_read).c_str(),
                  bench_json::num(r.rel_err).c_str(),
                  r.ok ? "true" : "false", static_cast<unsigned long long>(r.output_fnv1a),
-                 std::isnan(r.fresh_us) ? ""
-                                        : (", \"fresh_us\": " + bench_json::num(r.fresh_us) + ", \"ratio_vs_fresh\": " +
-                                           bench_json::num(r.median_us / r.fresh_us))
-                                              .c_str(),
+                 (std::string(std::isnan(r.fresh_us) ? ""
+                                                     : ", \"fresh_us\": " + bench_json::num(r.fresh_us) + ", \"ratio_vs_fresh\": " +
+                                                           bench_json::num(r.median_us / r.fresh_us)) +
+                  (std::isnan(r.split_us) ? ""
+                                          : ", \"split_us\": " + bench_json::num(r.split_us) + ", \"ratio_vs_split\": " +
+                                                bench_json::num(r.median_us / r.split_us) + ", \"bytes_us\": " +
+                                                bench_json::num(r.bytes / (read_gbps * 1e3))))
+                     .c_str(),
                  i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, " ]\n}\n");
@@ -308,6 +390,7 @@ int run(const Options& o)
                 r.shape.head_dim, r.median_us, r.hot_us, r.gbps, r.pct_copy, r.pct_read, r.rel_err, r.ok ? "ok" : "FAILED",
                 static_cast<unsigned long long>(r.output_fnv1a));
     if (!std::isnan(r.fresh_us)) { std::printf("  fresh %.1f us, ratio %.2f", r.fresh_us, r.median_us / r.fresh_us); }
+    if (!std::isnan(r.split_us)) { std::printf("  a launch per count %.1f us, ratio %.2f", r.split_us, r.median_us / r.split_us); }
     std::printf("\n");
     std::fflush(stdout);
   };

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <numeric>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -124,12 +125,15 @@ inline std::vector<std::pair<int, int>> sample_pairs(const DecodeShape& s, int n
 /// the pairs, each new token's row of them (+inf for a non-finite output); one host thread per pair. lens:
 /// each sequence's length where they differ (a serving batch in a cache of s.seq_len tokens per sequence);
 /// empty: s.seq_len each. An empty sequence's reference is 0, and its error is 0 when the output is 0.
-/// window_left >= 0: a sliding window.
+/// window_left >= 0: a sliding window. query_rows: each sequence's new tokens (DecodeArguments::query_start_loc,
+/// packed from row 0); empty: q_len each.
 template <class T, class KvT = T>
 double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::vector<T>& output,
                           const std::vector<std::pair<int, int>>& pairs, const std::vector<int>& lens = {}, double k_scale = 1,
-                          double v_scale = 1, int window_left = -1)
+                          double v_scale = 1, int window_left = -1, const std::vector<int>& query_rows = {})
 {
+  std::vector<int> first_row(std::size_t(s.num_seqs) + 1, 0);
+  for (int q = 0; q < s.num_seqs; ++q) { first_row[q + 1] = first_row[q] + (query_rows.empty() ? s.q_len : query_rows[std::size_t(q)]); }
   std::vector<double> errors(pairs.size());
   std::vector<std::thread> workers;
   for (std::size_t i = 0; i < pairs.size(); ++i)
@@ -138,10 +142,11 @@ double max_relative_error(const DecodeShape& s, std::uint64_t seed, const std::v
       const auto [seq, head] = pairs[i];
       const int len = lens.empty() ? s.seq_len : lens[std::size_t(seq)];
       double worst = 0;
-      for (int token = 0; token < s.q_len; ++token) // new token `token` sees len - q_len + 1 + token positions
+      const int n = first_row[seq + 1] - first_row[seq];
+      for (int token = 0; token < n; ++token) // new token `token` of n sees len - n + 1 + token positions
       {
-        const int row = seq * s.q_len + token;
-        const std::vector<double> ref = reference_attention<T, KvT>(s.data(seed), seq, head, std::max(0, len - s.q_len + 1 + token), s.scale(), 0,
+        const int row = first_row[seq] + token;
+        const std::vector<double> ref = reference_attention<T, KvT>(s.data(seed), seq, head, std::max(0, len - n + 1 + token), s.scale(), 0,
                                                                     k_scale, v_scale, 0, -INFINITY, window_left, row);
         double num = 0, den = 0;
         for (int d = 0; d < s.head_size; ++d)
@@ -199,7 +204,7 @@ public:
         query_(std::size_t(shape.num_seqs) * shape.q_len * shape.num_heads * shape.head_size), output_(query_.size()),
         key_cache_(std::size_t(num_blocks_) * shape.num_kv_heads * shape.head_size * shape.block_size),
         value_cache_(key_cache_.size()), block_tables_(std::size_t(num_blocks_)), seq_lens_(std::size_t(shape.num_seqs)),
-        k_scale_(1), v_scale_(1)
+        query_start_loc_(std::size_t(shape.num_seqs) + 1), k_scale_(1), v_scale_(1)
   {
     block_tables_.upload(scattered_block_tables(shape, seed));
     seq_lens_.upload(std::vector<int>(std::size_t(shape.num_seqs), shape.seq_len));
@@ -247,6 +252,11 @@ public:
     a.cache_layout = s_.layout;
     a.window_left = window_left_;
     a.q_len = s_.q_len;
+    if (!query_rows_.empty())
+    {
+      a.query_start_loc = query_start_loc_.get();
+      a.num_query_rows = s_.num_seqs * s_.q_len; // the query's and the output's rows
+    }
     if constexpr (fp8_cache)
     {
       a.k_scale = k_scale_.get();
@@ -265,6 +275,23 @@ public:
   }
   const std::vector<int>& lens() const { return lens_; } ///< empty: every sequence shape().seq_len long
 
+  /// Each sequence its own new tokens, 0 .. shape().q_len (DecodeArguments::query_start_loc, packed from row 0 of
+  /// the query and the output, which keep their num_seqs * q_len rows); arguments(), bytes_moved() and the
+  /// reference follow them.
+  void set_query_rows(const std::vector<int>& rows)
+  {
+    if (rows.size() != static_cast<std::size_t>(s_.num_seqs)) { throw std::invalid_argument("set_query_rows: one count per sequence"); }
+    std::vector<int> offsets{0};
+    for (int n : rows)
+    {
+      if (n < 0 || n > s_.q_len) { throw std::invalid_argument("set_query_rows: each count in [0, q_len]"); }
+      offsets.push_back(offsets.back() + n);
+    }
+    query_rows_ = rows;
+    query_start_loc_.upload(offsets);
+  }
+  const std::vector<int>& query_rows() const { return query_rows_; } ///< empty: q_len each, no offsets
+
   /// A sliding window (DecodeArguments::window_left; -1: none): arguments(), bytes_moved() and the
   /// reference follow it.
   void set_window_left(int window_left) { window_left_ = window_left; }
@@ -276,13 +303,16 @@ public:
   double bytes_moved() const
   {
     double tokens = 0;
-    for (int q = 0; q < s_.num_seqs; ++q) // under a window: the tokens the new ones see
+    for (int q = 0; q < s_.num_seqs; ++q) // under a window: the tokens the new ones see; none without new tokens
     {
+      if (!query_rows_.empty() && query_rows_[std::size_t(q)] == 0) { continue; }
       const int len = lens_.empty() ? s_.seq_len : lens_[std::size_t(q)];
       tokens += len - pagedattn::window_first_visible(len, pagedattn::rows_window_left(window_left_, s_.q_len));
     }
     const double kv = 2.0 * tokens * s_.num_kv_heads * s_.head_size * sizeof(KvT);
-    return kv + 2.0 * double(query_.size()) * sizeof(T);
+    double rows = double(s_.num_seqs) * s_.q_len;
+    if (!query_rows_.empty()) { rows = std::accumulate(query_rows_.begin(), query_rows_.end(), 0.0); }
+    return kv + 2.0 * rows * s_.num_heads * s_.head_size * sizeof(T);
   }
 
   std::vector<T> download_output() const { return output_.download(); }
@@ -293,7 +323,7 @@ public:
   /// Largest relative L2 error of `output` (downloaded) against the fp64 reference over the pairs.
   double max_relative_error(const std::vector<T>& output, const std::vector<std::pair<int, int>>& pairs) const
   {
-    return paged_decode::max_relative_error<T, KvT>(s_, seed_, output, pairs, lens_, k_scale_value, v_scale_value, window_left_);
+    return paged_decode::max_relative_error<T, KvT>(s_, seed_, output, pairs, lens_, k_scale_value, v_scale_value, window_left_, query_rows_);
   }
 
 private:
@@ -302,9 +332,9 @@ private:
   std::int64_t num_blocks_;
   DeviceArray<T> query_, output_;
   DeviceArray<KvT> key_cache_, value_cache_;
-  DeviceArray<int> block_tables_, seq_lens_;
+  DeviceArray<int> block_tables_, seq_lens_, query_start_loc_;
   DeviceArray<float> k_scale_, v_scale_;
-  std::vector<int> lens_;
+  std::vector<int> lens_, query_rows_;
   int window_left_ = -1;
 };
 

@@ -138,13 +138,14 @@ struct CallTensors {
   const at::Tensor& seq_lens;
   const c10::optional<at::Tensor>& alibi_slopes;
   const c10::optional<at::Tensor>& sinks; ///< pagedattn.decode only (vLLM's ops pass none)
+  const c10::optional<at::Tensor>& query_start_loc; ///< pagedattn.decode only (vLLM's ops pass none)
 };
 
 /// The launch with query type T and cache element type KvT (T, or an fp8 format for kv_cache_dtype fp8*).
 template <class T, class KvT>
 void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
 {
-  if (v.query.size[0] == 0) { return; } // no sequences: nothing to launch
+  if (v.query.size[0] == 0) { return; } // no rows: nothing to write
   // check() has passed: every tensor is a CUDA tensor on the query's device with the expected dtype and
   // shape, so the data pointers are read only now.
   v.out.data = t.out.data_ptr();
@@ -155,6 +156,7 @@ void decode_as(VllmPagedAttentionArgs& v, const CallTensors& t)
   v.seq_lens.data = t.seq_lens.data_ptr();
   v.alibi_slopes.data = t.alibi_slopes.has_value() && t.alibi_slopes->defined() ? t.alibi_slopes->data_ptr() : nullptr;
   v.sinks.data = t.sinks.has_value() && t.sinks->defined() ? t.sinks->data_ptr() : nullptr;
+  v.query_start_loc.data = t.query_start_loc.has_value() && t.query_start_loc->defined() ? t.query_start_loc->data_ptr() : nullptr;
   const c10::cuda::CUDAGuard guard(t.query.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
   with_stream_storage(t.query, stream, [&](StreamStorage& storage) {

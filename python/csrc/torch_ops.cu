@@ -90,7 +90,7 @@ TensorInfo info_of(const at::Tensor& t)
   return i;
 }
 TensorInfo info_of(const c10::optional<at::Tensor>& t) { return t.has_value() ? info_of(*t) : TensorInfo{}; }
-/// An optional tensor argument vLLM's ops do not have (pagedattn.decode's sinks).
+/// An optional tensor argument vLLM's ops do not have (pagedattn.decode's sinks and query_start_loc).
 const c10::optional<at::Tensor> no_tensor;
 
 /// The caches' element type for queries of type T: T with kv_cache_dtype "auto", else its fp8 format.
@@ -155,7 +155,7 @@ void paged_attention_v1(at::Tensor& out, const at::Tensor& query, const at::Tens
                         double k_scale, double v_scale, int64_t tp_rank, int64_t blocksparse_local_blocks,
                         int64_t blocksparse_vert_stride, int64_t blocksparse_block_size, int64_t blocksparse_head_sliding_step)
 {
-  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes, no_tensor};
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes, no_tensor, no_tensor};
   VllmPagedAttentionArgs v = vllm_args(t, num_kv_heads, scale, block_size, max_seq_len, kv_cache_dtype, k_scale, v_scale, tp_rank,
                                        blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
                                        blocksparse_head_sliding_step);
@@ -177,17 +177,20 @@ void paged_attention_v2(at::Tensor& out, const at::Tensor& /*exp_sums*/, const a
 
 /// pagedattn.decode(): the KV heads and the block size are key_cache's, taken by the torch-free
 /// take_layout_from_key_cache() once key_cache is known to have 5 dimensions; every message leaves through
-/// throw_if_bad(). q_len new tokens per sequence: query and out have num_seqs * q_len rows.
+/// throw_if_bad(). q_len new tokens per sequence: query and out have num_seqs * q_len rows; with
+/// query_start_loc, each sequence's rows as it says (q_len their most).
 void decode(at::Tensor& out, const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache, const at::Tensor& block_tables,
             const at::Tensor& seq_lens, double scale, int64_t max_seq_len, const c10::optional<at::Tensor>& alibi_slopes,
-            double logits_soft_cap, const c10::optional<at::Tensor>& sinks, int64_t window_left, int64_t q_len)
+            double logits_soft_cap, const c10::optional<at::Tensor>& sinks, int64_t window_left, int64_t q_len,
+            const c10::optional<at::Tensor>& query_start_loc)
 {
-  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes, sinks};
+  const CallTensors t{out, query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes, sinks, query_start_loc};
   VllmPagedAttentionArgs v = vllm_args(t, 0, scale, 0, max_seq_len, "auto", 1.0, 1.0, 0, 0, 0, 64, 0);
   v.sinks = info_of(sinks);
   v.logits_soft_cap = logits_soft_cap;
   v.window_left = window_left;
   v.q_len = q_len;
+  v.query_start_loc = info_of(query_start_loc);
   throw_if_bad(pagedattn_python::take_layout_from_key_cache(v));
   run(v, t);
 }
@@ -205,7 +208,8 @@ void paged_attention_v2_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, 
 {
 }
 void decode_meta(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double,
-                 int64_t, const c10::optional<at::Tensor>&, double, const c10::optional<at::Tensor>&, int64_t, int64_t)
+                 int64_t, const c10::optional<at::Tensor>&, double, const c10::optional<at::Tensor>&, int64_t, int64_t,
+                 const c10::optional<at::Tensor>&)
 {
 }
 
@@ -422,7 +426,7 @@ TORCH_LIBRARY(pagedattn, m)
         "int blocksparse_vert_stride=0, int blocksparse_block_size=64, int blocksparse_head_sliding_step=0) -> ()");
   m.def("decode(Tensor(a!) out, Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_tables, Tensor seq_lens, float scale, "
         "int max_seq_len, Tensor? alibi_slopes, float logits_soft_cap=0.0, Tensor? sinks=None, int window_left=-1, "
-        "int q_len=1) -> ()");
+        "int q_len=1, Tensor? query_start_loc=None) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(pagedattn, CUDA, m)

@@ -97,7 +97,9 @@ struct VllmPagedAttentionArgs {
   std::int64_t window_left = -1; ///< pagedattn.decode only: DecodeArguments::window_left (-1: off)
   std::int64_t q_len = 1;        ///< pagedattn.decode only: DecodeArguments::q_len, new tokens per sequence (1 ..
                                  ///< pagedattn::max_q_len): query and out have num_seqs * q_len rows, new token i
-                                 ///< of sequence s in row s * q_len + i
+                                 ///< of sequence s in row s * q_len + i; with query_start_loc, the most of any sequence
+  TensorInfo query_start_loc;    ///< pagedattn.decode only: int32 [num_seqs + 1] (vLLM V1's query_start_loc), each
+                                 ///< sequence's first row of query and out and their end, or undefined
   std::int64_t num_kv_heads = 0;
   double scale = 0;
   std::int64_t block_size = 0;
@@ -276,17 +278,28 @@ inline std::string check(const VllmPagedAttentionArgs& v)
   if ((q.size[0] > 1 && q.stride[0] == 0) || (q.size[1] > 1 && q.stride[1] == 0)) { return "query must not be broadcast (a stride of 0)"; }
   const std::int64_t num_rows = q.size[0], num_heads = q.size[1], head_size = q.size[2];
   if (!detail::fits_int(num_rows) || !detail::fits_int(num_heads) || !detail::fits_int(head_size)) { return "query's shape exceeds int"; }
-  // [num_seqs * q_len, num_heads, head_size]: the sequences are the query's rows / q_len, which block_tables
-  // and seq_lens must match (their messages name the query too: either side may be the wrong one).
-  if (num_rows % v.q_len != 0)
+  // Without query_start_loc, [num_seqs * q_len, num_heads, head_size]: the sequences are the query's rows /
+  // q_len, which block_tables and seq_lens must match (their messages name the query too: either side may be
+  // the wrong one). With it, any number of rows, and the sequences are its entries less one.
+  const TensorInfo& starts = v.query_start_loc;
+  if (starts.defined)
+  {
+    if (!(e = check_tensor("query_start_loc", starts, 1, q.device)).empty()) { return e; }
+    if (starts.dtype != DType::i32) { return std::string("query_start_loc must be int32, got ") + dtype_name(starts.dtype); }
+    if (starts.size[0] < 1) { return "query_start_loc must have num_seqs + 1 entries, got none"; }
+    if (!detail::fits_int(starts.size[0])) { return "query_start_loc has too many entries"; }
+    if (!contiguous(starts)) { return "query_start_loc must be contiguous"; }
+  }
+  else if (num_rows % v.q_len != 0)
   {
     return "query has " + std::to_string(num_rows) + " rows, not a multiple of q_len " + std::to_string(v.q_len) +
-           " (it must be [num_seqs * q_len, num_heads, head_size])";
+           " (it must be [num_seqs * q_len, num_heads, head_size], or give query_start_loc)";
   }
-  const std::int64_t num_seqs = num_rows / v.q_len;
-  // "the query N sequences", and with q_len > 1 how they were counted: the messages of block_tables and seq_lens
-  // (built only for a message: nothing is allocated on a good call).
+  const std::int64_t num_seqs = starts.defined ? starts.size[0] - 1 : num_rows / v.q_len;
+  // "the query N sequences", and how they were counted: the messages of block_tables and seq_lens (built
+  // only for a message: nothing is allocated on a good call).
   auto query_sequences = [&]() {
+    if (starts.defined) { return "query_start_loc " + std::to_string(num_seqs) + " sequences (its entries less one)"; }
     return "the query " + std::to_string(num_seqs) + " sequences" +
            (v.q_len == 1 ? "" : " (its " + std::to_string(num_rows) + " rows / q_len " + std::to_string(v.q_len) + ")");
   };
@@ -438,7 +451,13 @@ std::string to_decode_arguments(const VllmPagedAttentionArgs& v, pagedattn::Deco
   a.block_tables = static_cast<const int*>(v.block_tables.data);
   a.max_blocks_per_seq = static_cast<int>(v.block_tables.size[1]);
   a.seq_lens = static_cast<const int*>(v.seq_lens.data);
-  a.num_seqs = static_cast<int>(v.query.size[0] / v.q_len); // check(): the query's rows are num_seqs * q_len
+  if (v.query_start_loc.defined) // check(): [num_seqs + 1] int32
+  {
+    a.num_seqs = static_cast<int>(v.query_start_loc.size[0] - 1);
+    a.query_start_loc = static_cast<const int*>(v.query_start_loc.data);
+    a.num_query_rows = static_cast<int>(v.query.size[0]);
+  }
+  else { a.num_seqs = static_cast<int>(v.query.size[0] / v.q_len); } // check(): the query's rows are num_seqs * q_len
   a.max_seq_len = static_cast<int>(v.max_seq_len);
   a.num_heads = static_cast<int>(v.query.size[1]);
   a.num_kv_heads = static_cast<int>(v.num_kv_heads);

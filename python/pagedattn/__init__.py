@@ -37,6 +37,7 @@ def decode(
     sinks: Optional[torch.Tensor] = None,
     window_left: int = -1,
     q_len: int = 1,
+    query_start_loc: Optional[torch.Tensor] = None,
     out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Decode attention of q_len new tokens per sequence (one by default) over its cached keys and values.
@@ -61,6 +62,13 @@ def decode(
     sees its positions [0, seq_len - q_len + 1 + i): causal among the new tokens; a row that sees nothing
     (seq_len - q_len + 1 + i <= 0) is 0. A window keeps the last window_left + 1 of a row's positions;
     ALiBi's bias is relative to the row's last position; the sinks apply to every row of their head.
+
+    query_start_loc: int32 [num_seqs + 1] or None (vLLM V1's name; FlashAttention's cu_seqlens_q): each
+    sequence its own number of new tokens, n = query_start_loc[s + 1] - query_start_loc[s] from 0 to q_len
+    (q_len is then their most, vLLM's max_query_len), in rows query_start_loc[s] .. + n - 1 of query and
+    out, which may have any number of rows; new token i sees [0, seq_len - n + 1 + i). It stays on the
+    device (a captured graph replays with new offsets): a sequence whose offsets are not 0 at the start,
+    non-decreasing, at most q_len apart and within the rows gets NaN in the rows they name.
     Raises ValueError naming the argument on bad input.
     """
     if max_seq_len is None:
@@ -74,5 +82,5 @@ def decode(
     if out is None:
         out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     call(_C.decode_eager, _decode_op, (out, query, key_cache, value_cache, block_tables, seq_lens, float(scale), int(max_seq_len),
-                                       alibi_slopes, float(logits_soft_cap), sinks, int(window_left), int(q_len)))
+                                       alibi_slopes, float(logits_soft_cap), sinks, int(window_left), int(q_len), query_start_loc))
     return out

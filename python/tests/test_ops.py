@@ -83,6 +83,41 @@ def test_several_new_tokens(q_len):
         assert torch.equal(out, run_decode(p))
 
 
+def test_query_start_loc():
+    """Each sequence its own new tokens (query_start_loc, vLLM V1's): 0 .. q_len of them in packed rows, a
+    length shorter than its rows, rows past the last sequence's untouched; offsets of q_len rows each give the
+    bits of the uniform call; a bad tensor is named, invalid offsets give NaN rows."""
+    lens, counts = [1, 3, 0, 5003, 1000, 77], [2, 1, 0, 4, 3, 4]
+    p = Problem(lens, 24, 4, 128, seed=40, q_len=4)
+    starts = [0]
+    for c in counts:
+        starts.append(starts[-1] + c)
+    query = torch.randn(starts[-1] + 2, 24, 128, dtype=p.dtype, device="cuda")  # two spare rows
+    loc = torch.tensor(starts, dtype=torch.int32, device="cuda")
+    out = torch.full_like(query, float("nan"))
+    pagedattn.decode(query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, max_seq_len=p.max_seq_len, q_len=4,
+                     query_start_loc=loc, out=out)
+    for n in sorted(set(counts) - {0}):  # the reference of the sequences with n rows, as a call of q_len n
+        q_n = torch.zeros(len(lens) * n, 24, 128, dtype=p.dtype, device="cuda")
+        for s, c in enumerate(counts):
+            if c == n:
+                q_n[s * n:(s + 1) * n] = query[starts[s]:starts[s] + n]
+        ref = p.reference(query=q_n, q_len=n)
+        for s, c in enumerate(counts):
+            if c == n:
+                assert relative_error(out[starts[s]:starts[s] + n], ref[s * n:(s + 1) * n]) < tolerance(p.dtype), (s, n)
+    assert torch.isnan(out[starts[-1]:]).all()
+    uniform = torch.arange(0, 4 * len(lens) + 1, 4, dtype=torch.int32, device="cuda")
+    assert torch.equal(run_decode(p, q_len=4, query_start_loc=uniform), run_decode(p, q_len=4))
+    with pytest.raises(ValueError, match="query_start_loc"):
+        run_decode(p, q_len=4, query_start_loc=uniform.long())
+    with pytest.raises(ValueError, match="query_start_loc"):  # 5 sequences for 6 block table rows
+        run_decode(p, q_len=4, query_start_loc=uniform[:-1])
+    bad = torch.tensor([0, 2, 9, 10, 14, 17, 21], dtype=torch.int32, device="cuda")  # sequence 1: 7 rows of at most 4
+    out = run_decode(p, q_len=4, query_start_loc=bad)
+    assert torch.isnan(out[2:6]).all() and torch.isfinite(out[:2]).all()
+
+
 def test_q_len_is_checked():
     p = Problem([5, 40], 8, 2, 128, seed=36, q_len=4)  # 8 query rows
     for q_len in (0, 9, -1):

@@ -67,7 +67,7 @@ void check_device_plan_equals_host(std::mt19937_64& rng, int trials)
     test::DeviceBuffer<pagedattn::PlannedItem> d_items(capacity.items), d_strided(capacity.items);
     d_items.poison();
     d_strided.poison();
-    pagedattn::DecodePlanParams params{d_lens.get(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
+    pagedattn::DecodePlanParams params{d_lens.get(), /*query_start_loc=*/nullptr, /*q_len=*/1, /*num_query_rows=*/0, int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model,
                                        pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host, /*window_left=*/-1,
                                        /*block_size=*/16, {}};
     params.uniform = pagedattn::uniform_layout_of(params, pagedattn::partition_group_size);

@@ -50,7 +50,7 @@ void check_emulated_plan(std::mt19937_64& rng, int trial)
   const PlannedItem poison{-7, -7, -7, -7, -7, {-7, -7, -7}};
   std::vector<PlannedItem> items(capacity.items, poison), strided(capacity.items, poison);
   PlannedLaunch launch{-1, -1, -1, -1};
-  DecodePlanParams params{lens.data(), int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host,
+  DecodePlanParams params{lens.data(), /*query_start_loc=*/nullptr, /*q_len=*/1, /*num_query_rows=*/0, int(lens.size()), segments_per_seq, max_seq_len, max_seq_len, model, pagedattn::plan_item_budget(model, segments, capacity.items), fixed, host,
                           window_left, block_size, {}};
   params.uniform = pagedattn::uniform_layout_of(params, partition_group_size);
   using Plan = AgentDecodePlan<BlockThreads>;

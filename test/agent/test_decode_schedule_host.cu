@@ -34,6 +34,69 @@ TEST_CASE("schedule model: partitions and work items of a sequence", "[schedule]
   CHECK(pagedattn::fixed_cost_tokens(80, 2) == 205); // rounded up
 }
 
+TEST_CASE("query offsets: each sequence's rows, invalid ones clamped into range, what the plan reads", "[schedule][host][q_len]")
+{
+  using pagedattn::query_span;
+  // Without offsets: q_len rows from s * q_len.
+  CHECK(query_span(nullptr, 5, 3, 0).first == 15);
+  CHECK(query_span(nullptr, 5, 3, 0).count == 3);
+  // Lengths 2, 0, 4, 1 of at most 4.
+  const int good[] = {0, 2, 2, 6, 7};
+  const int expect_first[] = {0, 2, 2, 6}, expect_count[] = {2, 0, 4, 1};
+  for (int s = 0; s < 4; ++s)
+  {
+    const pagedattn::QuerySpan span = query_span(good, s, 4, 7);
+    CHECK(span.valid);
+    CHECK(span.first == expect_first[s]);
+    CHECK(span.count == expect_count[s]);
+  }
+  CHECK_FALSE(query_span(good, 3, 4, 6).valid); // past the rows: clamped to them
+  CHECK(query_span(good, 3, 4, 6).first == 6);
+  CHECK(query_span(good, 3, 4, 6).count == 0);
+  CHECK_FALSE(query_span(good, 2, 3, 7).valid); // more than q_len rows: the first q_len get NaN
+  CHECK(query_span(good, 2, 3, 7).count == 3);
+  const int not_zero[] = {1, 3};
+  CHECK_FALSE(query_span(not_zero, 0, 4, 8).valid);
+  CHECK(query_span(not_zero, 0, 4, 8).first == 1);
+  const int decreasing[] = {0, 4, 2, 6};
+  CHECK(query_span(decreasing, 0, 4, 8).valid);
+  CHECK_FALSE(query_span(decreasing, 1, 4, 8).valid); // its end is before its start: no rows
+  CHECK(query_span(decreasing, 1, 4, 8).count == 0);
+  CHECK_FALSE(query_span(decreasing, 2, 4, 8).valid); // it starts before the previous sequence
+  const int negative[] = {0, -5, -3, 1 << 30, 0x7fffffff};
+  for (int s = 1; s < 4; ++s)
+  {
+    const pagedattn::QuerySpan span = query_span(negative, s, 8, 100);
+    CHECK_FALSE(span.valid);
+    CHECK(span.first >= 0);
+    CHECK(span.count >= 0);
+    CHECK(span.first + span.count <= 100);
+    CHECK(span.count <= 8);
+  }
+  const int below_zero[] = {0, -5, -3, -1}; // non-decreasing from sequence 1 on, but before row 0
+  CHECK_FALSE(query_span(below_zero, 2, 4, 8).valid);
+  CHECK(query_span(below_zero, 2, 4, 8).first == 0);
+  CHECK(query_span(below_zero, 2, 4, 8).count == 0);
+  // What the plan reads: the length, 0 without rows, -1 where the offsets are invalid; at the bound only with
+  // the length max_seq_len and q_len rows.
+  const int lens[] = {50, 50, 50, 50};
+  pagedattn::DecodePlanParams p{};
+  p.seq_lens = lens;
+  p.max_seq_len = 50;
+  p.query_start_loc = good;
+  p.q_len = 4;
+  p.num_query_rows = 7;
+  CHECK(pagedattn::planned_length(p, 0).len == 50);
+  CHECK_FALSE(pagedattn::planned_length(p, 0).at_bound); // two rows of four
+  CHECK(pagedattn::planned_length(p, 1).len == 0);
+  CHECK(pagedattn::planned_length(p, 2).len == 50);
+  CHECK(pagedattn::planned_length(p, 2).at_bound);
+  p.num_query_rows = 6;
+  CHECK(pagedattn::planned_length(p, 3).len == -1);
+  p.query_start_loc = nullptr;
+  CHECK(pagedattn::planned_length(p, 3).at_bound);
+}
+
 TEST_CASE("sliding windows: the fold start, the span and the host's bound", "[schedule][host][window]")
 {
   using pagedattn::window_first_visible;

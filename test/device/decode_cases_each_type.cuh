@@ -173,6 +173,68 @@ TEST_CASE("decode " DTYPE ": several new tokens per sequence (q_len 1 .. 8), alo
   }
 }
 
+TEST_CASE("decode " DTYPE ": per-sequence new tokens (query_start_loc), with the other variants, against fp64", "[decode][gpu][" DTYPE "][variants][q_len]")
+{
+  GPU_TEST_SEED(seed, 3500);
+  // Each sequence its own number of new tokens, 0 .. q_len (packed rows, vLLM's query_start_loc): sequences
+  // without rows, fewer rows than the bound (a head part with none at GQA 8), lengths shorter than their
+  // rows; rows past the last sequence's, which nothing may write; the variants, fixed partitions and the
+  // persistent grid on top, every head size in turn.
+  const int heads[][2] = {{24, 4}, {8, 1}, {16, 2}};
+  const int head_sizes[] = {64, 80, 96, 112, 120, 128, 192, 256};
+  int combo = 0;
+  for (int q_len : {1, 3, 4, 8})
+  {
+    for (int variant = 0; variant < 2; ++variant)
+    {
+      ++combo;
+      const auto& h = heads[combo % 3];
+      test::DecodeShape s{{1, q_len, 0, 40, 1000 + q_len, 5003, 700}, h[0], h[1], head_sizes[(combo * 3) % 8], combo % 2 ? 16 : 32};
+      s.q_len = q_len;
+      for (int q = 0; q < int(s.seq_lens.size()); ++q) { s.query_rows.push_back((q + combo) % (q_len + 1)); }
+      s.spare_query_rows = 3;
+      s.partition_tokens = variant == 1 && combo % 3 != 1 ? 32 : 0;
+      s.max_seq_len_override = variant == 0 && combo % 3 == 0 ? 20000 : -1;
+      if (variant == 1)
+      {
+        s.window_left = q_len % 2 ? 37 : 700;
+        s.alibi = combo % 3 == 1;
+        s.softcap = combo % 3 == 2 ? 30.f : 0.f;
+        s.sinks = combo % 2 == 1;
+      }
+      INFO("q_len " << q_len << " heads " << s.num_heads << "/" << s.num_kv_heads << " head " << s.head_size << " block " << s.block_size
+                    << " window " << s.window_left << " alibi " << s.alibi << " softcap " << s.softcap << " sinks " << s.sinks
+                    << " partition_tokens " << s.partition_tokens << " max_seq_len " << s.max_seq_len_override);
+      test::DeviceDecode<T> dd(s, seed + combo);
+      const auto out = dd.run();
+      const double err = dd.worst_error(out);
+      test::report("per-sequence new tokens", DTYPE, err);
+      CHECK(err < test::tolerance<T>());
+      // The rows past the last sequence's keep the poison.
+      const std::size_t written = std::size_t(s.first_row_of(int(s.seq_lens.size()))) * s.num_heads * s.head_size;
+      std::vector<unsigned char> poison((out.size() - written) * sizeof(T), 0xFF);
+      CHECK(std::memcmp(out.data() + written, poison.data(), poison.size()) == 0);
+      CHECK(dd.error_count.download()[0] == 0u);
+    }
+  }
+}
+
+TEST_CASE("decode " DTYPE ": offsets of q_len rows each give the bits of the uniform q_len launch", "[decode][gpu][" DTYPE "][q_len]")
+{
+  GPU_TEST_SEED(seed, 3600);
+  for (int q_len : {1, 2, 5})
+  {
+    test::DecodeShape s{{3000, 17, 4096, 1, 250}, 24, 4, q_len == 2 ? 128 : 256};
+    s.q_len = q_len;
+    INFO("q_len " << q_len);
+    test::DeviceDecode<T> uniform(s, seed + q_len);
+    const auto expected = uniform.run();
+    s.query_rows.assign(s.seq_lens.size(), q_len);
+    test::DeviceDecode<T> offsets(s, seed + q_len);
+    REQUIRE(test::bitwise_equal(offsets.run(), expected));
+  }
+}
+
 TEST_CASE("decode " DTYPE ": a window as long as the sequence gives the plain bits", "[decode][gpu][" DTYPE "][variants][window]")
 {
   GPU_TEST_SEED(seed, 3200);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace test {
@@ -35,6 +36,9 @@ struct DecodeShape {
   int window_left = -1;  ///< DecodeArguments::window_left; the table entries of the blocks wholly before a window
                          ///< are invalid ids (-1, INT_MAX in turn) whose reading would show (NaN, error_count)
   int q_len = 1;         ///< DecodeArguments::q_len: queries and outputs [num_seqs * q_len][num_heads][head_size]
+  std::vector<int> query_rows; ///< per sequence, 0 .. q_len new tokens (DecodeArguments::query_start_loc, packed
+                               ///< in order); empty: q_len each, without offsets
+  int spare_query_rows = 0;    ///< with query_rows: rows past the last sequence's (num_query_rows is larger)
 
   /// The sink of head h when sinks is set.
   float sink_of(int h) const
@@ -51,8 +55,24 @@ struct DecodeShape {
 
   /// Cache blocks that sequence q uses.
   int blocks_of(int q) const { return std::max(0, (seq_lens[q] + block_size - 1) / block_size); }
-  /// Positions new token i of sequence q sees (DecodeArguments::q_len): seq_len - q_len + 1 + i, at least 0.
-  int row_len(int q, int i) const { return std::max(0, seq_lens[q] - q_len + 1 + i); }
+  /// New tokens of sequence q, and its first row of the query and output.
+  int rows_of(int q) const { return query_rows.empty() ? q_len : query_rows[std::size_t(q)]; }
+  int first_row_of(int q) const
+  {
+    int first = 0;
+    for (int s = 0; s < q; ++s) { first += rows_of(s); }
+    return first;
+  }
+  /// DecodeArguments::query_start_loc (num_seqs + 1 offsets) and num_query_rows.
+  std::vector<int> query_offsets() const
+  {
+    std::vector<int> o{0};
+    for (int q = 0; q < int(seq_lens.size()); ++q) { o.push_back(o.back() + rows_of(q)); }
+    return o;
+  }
+  int total_rows() const { return first_row_of(int(seq_lens.size())) + (query_rows.empty() ? 0 : spare_query_rows); }
+  /// Positions new token i of sequence q sees (DecodeArguments::q_len): seq_len - n + 1 + i of its n new tokens, at least 0.
+  int row_len(int q, int i) const { return std::max(0, seq_lens[q] - rows_of(q) + 1 + i); }
 };
 
 template <class T>
@@ -78,14 +98,15 @@ struct DeviceDecode {
   KvT* d_value = nullptr;
   DeviceBuffer<T> query, output;
   DeviceBuffer<int> block_tables, seq_lens;
+  DeviceBuffer<int> query_start_loc; ///< with DecodeShape::query_rows (a test may overwrite it: invalid offsets)
   DeviceBuffer<float> alibi, sinks;
   DeviceBuffer<unsigned> error_count;
   std::vector<float> k_scales, v_scales; ///< fp8: per KV head (the first one only when scale_head_stride is 0)
   DeviceBuffer<float> d_k_scales, d_v_scales;
 
   DeviceDecode(const DecodeShape& s, std::uint64_t seed)
-      : prob(make(s, seed)), query(prob.query), output(std::size_t(prob.num_seqs) * s.q_len * s.num_heads * s.head_size),
-        block_tables(prob.block_tables), seq_lens(s.seq_lens), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
+      : prob(make(s, seed)), query(prob.query), output(std::size_t(s.total_rows()) * s.num_heads * s.head_size),
+        block_tables(prob.block_tables), seq_lens(s.seq_lens), query_start_loc(s.query_offsets()), alibi(prob.alibi.empty() ? std::vector<float>{1.f} : prob.alibi),
         sinks(sink_values(s)),
         error_count(1), k_scales(default_scales(s, 0.5f, 0.25f)), v_scales(default_scales(s, 1.5f, -0.25f)), d_k_scales(k_scales),
         d_v_scales(v_scales)
@@ -154,7 +175,7 @@ struct DeviceDecode {
         ++next;
       }
     }
-    p.query.resize(std::size_t(p.num_seqs) * s.q_len * s.num_heads * s.head_size);
+    p.query.resize(std::size_t(s.total_rows()) * s.num_heads * s.head_size);
     for (std::size_t i = 0; i < p.query.size(); ++i) { p.query[i] = p.data.template query<T>(i); }
     if (s.alibi)
     {
@@ -234,6 +255,11 @@ struct DeviceDecode {
     a.sinks = s.sinks ? sinks.get() : nullptr;
     a.window_left = s.window_left;
     a.q_len = s.q_len;
+    if (!s.query_rows.empty())
+    {
+      a.query_start_loc = query_start_loc.get();
+      a.num_query_rows = s.total_rows();
+    }
     a.error_count = error_count.get();
     a.partition_tokens = s.partition_tokens;
     s.template layout<KvT>().describe(a);
@@ -271,7 +297,7 @@ struct DeviceDecode {
     const int kv_head = h / (s.num_heads / s.num_kv_heads);
     return paged_decode::reference_attention<T, KvT>(prob.data, q, h, s.q_len == 1 ? s.seq_lens[q] : s.row_len(q, i), prob.scale,
                                                      s.alibi ? prob.alibi[h] : 0.0, k_scale_of(kv_head), v_scale_of(kv_head), s.softcap,
-                                                     s.sinks ? s.sink_of(h) : -INFINITY, s.window_left, q * s.q_len + i);
+                                                     s.sinks ? s.sink_of(h) : -INFINITY, s.window_left, s.first_row_of(q) + i);
   }
 
   /// Heads checked for sequence q (all, or the first and last reference_heads/2 of them).
@@ -298,7 +324,7 @@ struct DeviceDecode {
     std::vector<std::array<int, 3>> work; // (sequence, new token, head)
     for (int q = 0; q < prob.num_seqs; ++q)
     {
-      for (int i = 0; i < s.q_len; ++i)
+      for (int i = 0; i < s.rows_of(q); ++i)
       {
         for (int h : checked_heads()) { work.push_back({q, i, h}); }
       }
@@ -317,7 +343,7 @@ struct DeviceDecode {
           std::vector<float> got(s.head_size);
           for (int d = 0; d < s.head_size; ++d)
           {
-            got[d] = pagedattn::ElementTraits<T>::to_float(out[((std::size_t(q) * s.q_len + token) * s.num_heads + h) * s.head_size + d]);
+            got[d] = pagedattn::ElementTraits<T>::to_float(out[((std::size_t(s.first_row_of(q)) + token) * s.num_heads + h) * s.head_size + d]);
           }
           if (s.seq_lens[q] >= 0 && s.row_len(q, token) == 0) // nothing seen (an empty sequence, a new token before it)
           {
@@ -332,6 +358,14 @@ struct DeviceDecode {
     return worst;
   }
 };
+
+/// "1, 0, 4": a list of numbers for a test's message.
+inline std::string joined(const std::vector<int>& v)
+{
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) { s += (i ? ", " : "") + std::to_string(v[i]); }
+  return s;
+}
 
 /// Print a measured error, and append it to $PAGEDATTN_TEST_REPORT when set (the device run collects
 /// the per-dtype worst errors from there).

@@ -195,17 +195,13 @@ TEST_CASE("decode fp16: a skewed batch (one long sequence, many short ones) agai
   for (int i = 0; i < 3; ++i) { REQUIRE(test::bitwise_equal(dd.run(), out)); }
 }
 
-TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in place (1000, 50000, 17, padding rows)",
-          "[decode][gpu][fp16][graph]")
+/// Captures one decode of dd's arguments in a CUDA graph (as vLLM captures its decode step, under a bound),
+/// then for each of `steps` steps: step(i) rewrites the device inputs in place (and dd's shape, for the
+/// reference) and says what it wrote, the graph replays, and its output must equal a fresh launch's bit for bit
+/// and the fp64 reference.
+template <class Step>
+void check_graph_replays(test::DeviceDecode<T>& dd, int steps, Step&& step)
 {
-  GPU_TEST_SEED(seed, 620);
-  // The cache holds 50000 tokens per sequence; the graph is captured under max_seq_len 65536, as vLLM
-  // captures under max_seq_len_to_capture, then replayed with each set of lengths written to seq_lens.
-  const int longest = test::reduced_matrix() ? 5000 : 50000; // (the sanitizers' run: shorter)
-  test::DecodeShape s{{longest, longest, longest, longest}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
-  s.max_seq_len_override = 65536;
-  s.reference_heads = 2;
-  test::DeviceDecode<T> dd(s, seed);
   const auto args = dd.arguments();
   std::size_t bytes = 0;
   REQUIRE(test::decode_vllm(nullptr, bytes, args) == cudaSuccess);
@@ -218,11 +214,9 @@ TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in 
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  const std::vector<std::vector<int>> replays = {{1000, 1000, 1000, 1000}, {longest, longest, longest, longest}, {17, 17, 17, 17}, {1000, 0, longest, 0}};
-  for (const auto& lens : replays)
+  for (int i = 0; i < steps; ++i)
   {
-    INFO("lengths " << lens[0] << ", " << lens[1] << ", " << lens[2] << ", " << lens[3]);
-    dd.seq_lens.upload(lens);
+    INFO(step(i));
     dd.output.poison();
     CUDA_CHECK(cudaGraphLaunch(exec, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -231,13 +225,53 @@ TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in 
     REQUIRE(test::decode_vllm(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
     CUDA_CHECK(cudaStreamSynchronize(stream));
     REQUIRE(test::bitwise_equal(replayed, dd.output.download())); // each replay equals a fresh launch
-    dd.prob.shape.seq_lens = lens;                                 // the reference of these lengths
     REQUIRE(dd.worst_error(replayed) < test::tolerance<T>());
   }
   REQUIRE(dd.error_count.download()[0] == 0u);
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("decode fp16: one captured graph, replayed with seq_lens rewritten in place (1000, 50000, 17, padding rows)",
+          "[decode][gpu][fp16][graph]")
+{
+  GPU_TEST_SEED(seed, 620);
+  // The cache holds 50000 tokens per sequence; the graph is captured under max_seq_len 65536, as vLLM
+  // captures under max_seq_len_to_capture, then replayed with each set of lengths written to seq_lens.
+  const int longest = test::reduced_matrix() ? 5000 : 50000; // (the sanitizers' run: shorter)
+  test::DecodeShape s{{longest, longest, longest, longest}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  s.max_seq_len_override = 65536;
+  s.reference_heads = 2;
+  test::DeviceDecode<T> dd(s, seed);
+  const std::vector<std::vector<int>> replays = {{1000, 1000, 1000, 1000}, {longest, longest, longest, longest}, {17, 17, 17, 17}, {1000, 0, longest, 0}};
+  check_graph_replays(dd, int(replays.size()), [&](int i) {
+    const auto& lens = replays[std::size_t(i)];
+    dd.seq_lens.upload(lens);
+    dd.prob.shape.seq_lens = lens; // the reference of these lengths
+    return "lengths " + test::joined(lens);
+  });
+}
+
+TEST_CASE("decode fp16: one captured graph, replayed with new query offsets and lengths in place", "[decode][gpu][fp16][graph][q_len]")
+{
+  GPU_TEST_SEED(seed, 630);
+  // Captured with 4 new tokens per sequence at most and 16 rows, replayed with each batch's rows and lengths.
+  test::DecodeShape s{{3000, 3000, 3000, 3000}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/256};
+  s.q_len = 4;
+  s.query_rows = {4, 4, 4, 4};
+  s.max_seq_len_override = 8192;
+  test::DeviceDecode<T> dd(s, seed);
+  const std::vector<std::pair<std::vector<int>, std::vector<int>>> replays = {
+      {{1, 0, 4, 2}, {3000, 17, 1000, 2}}, {{4, 4, 4, 4}, {3000, 3000, 3000, 3000}}, {{0, 0, 0, 3}, {5, 3000, 0, 2999}}, {{2, 3, 0, 1}, {1, 2, 3, 4}}};
+  check_graph_replays(dd, int(replays.size()), [&](int i) {
+    const auto& [rows, lens] = replays[std::size_t(i)];
+    dd.prob.shape.query_rows = rows;
+    dd.prob.shape.seq_lens = lens; // the reference of these rows and lengths
+    dd.query_start_loc.upload(dd.prob.shape.query_offsets());
+    dd.seq_lens.upload(lens);
+    return "rows " + test::joined(rows) + ", lengths " + test::joined(lens);
+  });
 }
 
 TEST_CASE("decode fp16: CUDA-graph capture and replay", "[decode][gpu][fp16][graph]")
@@ -314,6 +348,40 @@ TEST_CASE("decode fp16: invalid device data gives NaN for that sequence and an e
   CHECK(errors <= 3u * 2u * 8u); // at most one per (sequence, KV head, partition) block
 }
 
+TEST_CASE("decode fp16: invalid query offsets give NaN in the rows they name and an error count, nothing else", "[decode][gpu][fp16][invalid][q_len]")
+{
+  test::require_gpu_or_skip();
+  test::DecodeShape s{{600, 30, 40, 100, 70, 55}, /*num_heads=*/24, /*num_kv_heads=*/4, /*head_size=*/128};
+  s.q_len = 4;
+  s.query_rows = {2, 4, 1, 3, 0, 2};
+  s.spare_query_rows = 2; // 14 rows
+  test::DeviceDecode<T> dd(s, test::test_seed() + 710);
+  const auto good = dd.run();
+  REQUIRE(dd.worst_error(good) < test::tolerance<T>());
+  REQUIRE(dd.error_count.download()[0] == 0u);
+  // Sequence 1 given rows 2 .. 7 (five, more than q_len: NaN in its first four, 2 .. 5), sequence 5 rows
+  // 10 .. 15 (past the 14 rows: NaN in 10 .. 13); 2 (row 7), 3 (8, 9) and 4 (none) are well formed; row 6 is
+  // nobody's and keeps the poison.
+  dd.query_start_loc.upload(std::vector<int>{0, 2, 7, 8, 10, 10, 15});
+  CUDA_CHECK(cudaMemset(dd.error_count.get(), 0, sizeof(unsigned)));
+  const auto out = dd.run();
+  const std::size_t per_row = std::size_t(s.num_heads) * s.head_size;
+  auto rows = [&](int first, int count, auto&& ok) {
+    for (std::size_t i = first * per_row; i < (first + count) * per_row; ++i)
+    {
+      if (!ok(i)) { return false; }
+    }
+    return true;
+  };
+  auto bits = [](T v) { std::uint16_t b; std::memcpy(&b, &v, 2); return b; };
+  CHECK(rows(0, 2, [&](std::size_t i) { return bits(out[i]) == bits(good[i]); }));
+  CHECK(rows(2, 4, [&](std::size_t i) { return std::isnan(__half2float(out[i])) && bits(out[i]) != 0xFFFF; }));
+  CHECK(rows(6, 1, [&](std::size_t i) { return bits(out[i]) == 0xFFFF; }));
+  CHECK(rows(7, 3, [&](std::size_t i) { return std::isfinite(__half2float(out[i])); }));
+  CHECK(rows(10, 4, [&](std::size_t i) { return std::isnan(__half2float(out[i])) && bits(out[i]) != 0xFFFF; }));
+  CHECK(dd.error_count.download()[0] == 2u * 4u); // one per (invalid sequence, KV head)
+}
+
 TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming the argument", "[decode][gpu][fp16][invalid]")
 {
   test::require_gpu_or_skip();
@@ -347,6 +415,8 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
   { auto b = a; b.window_left = -2; expect_error(b, "window_left"); }
   { auto b = a; b.q_len = 0; expect_error(b, "q_len"); }
   { auto b = a; b.q_len = pagedattn::max_q_len + 1; expect_error(b, "q_len"); }
+  { auto b = a; b.query_start_loc = dd.seq_lens.get(); b.num_query_rows = -1; expect_error(b, "num_query_rows"); }
+  { auto b = a; b.num_query_rows = 4; expect_error(b, "num_query_rows"); } // without query_start_loc
   {
     std::size_t small = 8;
     test::DeviceBuffer<char> temp(small);

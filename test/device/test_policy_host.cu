@@ -214,16 +214,24 @@ TEST_CASE("several new tokens per sequence: the rows' window, the plan's span an
   p.window_left = 10;
   for (int row = 0; row < 24; ++row)
   {
-    const pagedattn::QueryRow r = pagedattn::query_row(p, /*seq=*/3, /*seq_len=*/100, /*kv_head=*/2, row);
+    const pagedattn::QueryRow r = pagedattn::query_row(p, pagedattn::query_span(nullptr, /*seq=*/3, p.q_len, 0), /*seq_len=*/100, /*kv_head=*/2, row);
     INFO("row " << row);
     CHECK(r.token == row / 6);
     CHECK(r.head == 12 + row % 6);
     CHECK(r.index == 3 * 4 + row / 6);
     CHECK(r.end == 97 + row / 6);
     CHECK(r.first_visible == r.end - 11);
-    const pagedattn::QueryRow short_row = pagedattn::query_row(p, 0, /*seq_len=*/2, 0, row);
+    const pagedattn::QueryRow short_row = pagedattn::query_row(p, pagedattn::query_span(nullptr, 0, p.q_len, 0), /*seq_len=*/2, 0, row);
     CHECK(short_row.end == std::max(0, 2 - 3 + row / 6));
     CHECK(short_row.first_visible == 0);
+    // A sequence of two new tokens in rows 7 and 8 (query offsets): its rows see as a q_len-2 launch's.
+    if (row < 12)
+    {
+      const pagedattn::QueryRow two = pagedattn::query_row(p, pagedattn::QuerySpan{7, 2, true}, /*seq_len=*/100, 2, row);
+      CHECK(two.index == 7 + row / 6);
+      CHECK(two.end == 99 + row / 6);
+      CHECK(two.head == 12 + row % 6);
+    }
   }
   // q_len x GQA rows per KV head (Qwen3.6 with 4 drafts: 24 rows): one block of the tensor-core tile's 32
   // rows, which reads the cache once for them all; the CUDA-core fold (fp32) in parts of up to 8 rows.

@@ -52,6 +52,26 @@ struct Shape {
   int window_left = -1;                   ///< DecodeArguments::window_left; blocks wholly before a window get
                                           ///< the table entry -1 (reading one gives NaN and an error count)
   int q_len = 1;                          ///< DecodeArguments::q_len: rows [num_seqs * q_len][num_heads][head_size]
+  std::vector<int> query_rows;            ///< per sequence, 0 .. q_len new tokens (DecodeArguments::query_start_loc,
+                                          ///< packed in order, one spare row after them); empty: q_len each
+
+  int rows_of(int q) const { return query_rows.empty() ? q_len : query_rows[std::size_t(q)]; }
+  /// DecodeArguments::query_start_loc: the sequences' first rows, then their end.
+  std::vector<int> query_offsets() const
+  {
+    std::vector<int> o{0};
+    for (std::size_t q = 0; q < seq_lens.size(); ++q) { o.push_back(o.back() + rows_of(int(q))); }
+    return o;
+  }
+  int first_row_of(int q) const { return query_offsets()[std::size_t(q)]; }
+  int total_rows() const { return query_offsets().back() + (query_rows.empty() ? 0 : 1); }
+  /// What the plan reads of each sequence (planned_length): its length, 0 without rows.
+  std::vector<int> planned_lens() const
+  {
+    std::vector<int> lens = seq_lens;
+    for (std::size_t q = 0; q < lens.size(); ++q) { lens[q] = rows_of(int(q)) > 0 ? lens[q] : 0; }
+    return lens;
+  }
 };
 
 struct Problem {
@@ -76,7 +96,7 @@ struct Problem {
     for (int len : s.seq_lens) { used += (len + s.block_size - 1) / s.block_size; }
     num_blocks = used + 3; // spare blocks, NaN
     scale = 1.f / std::sqrt(float(s.head_size));
-    query.resize(std::size_t(num_seqs) * s.q_len * s.num_heads * s.head_size);
+    query.resize(std::size_t(s.total_rows()) * s.num_heads * s.head_size);
     for (float& q : query) { q = 3.f * uniform(rng); }
     const std::size_t cache = std::size_t(num_blocks) * s.num_kv_heads * s.head_size * s.block_size;
     key.assign(cache, std::numeric_limits<float>::quiet_NaN()); // NaN wherever no token lives
@@ -140,12 +160,12 @@ struct Problem {
     return (head_base * shape.head_size + d) * shape.block_size + t % shape.block_size;
   }
 
-  /// fp64 attention of (seq, head) for new token i of the sequence (Shape::q_len), which sees its first
-  /// seq_len - q_len + 1 + i positions; zeros when it sees none.
+  /// fp64 attention of (seq, head) for new token i of the sequence's n (Shape::q_len, query_rows), which sees
+  /// its first seq_len - n + 1 + i positions; zeros when it sees none.
   std::vector<double> reference(int q, int head, int i = 0) const
   {
-    const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q] - shape.q_len + 1 + i;
-    const std::size_t row = std::size_t(q) * shape.q_len + i;
+    const int D = shape.head_size, kvh = head / (shape.num_heads / shape.num_kv_heads), len = shape.seq_lens[q] - shape.rows_of(q) + 1 + i;
+    const std::size_t row = std::size_t(shape.first_row_of(q)) + i;
     std::vector<double> out(D, 0.0);
     if (len <= 0) { return out; }
     const int first = window_first_visible(len, shape.window_left);
@@ -244,6 +264,12 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.sinks = prob.sinks.empty() ? nullptr : prob.sinks.data();
   a.window_left = s.window_left;
   a.q_len = s.q_len;
+  const std::vector<int> query_offsets = s.query_offsets();
+  if (!s.query_rows.empty())
+  {
+    a.query_start_loc = query_offsets.data();
+    a.num_query_rows = s.total_rows();
+  }
   a.k_scale = in.k_scale.empty() ? nullptr : in.k_scale.data();
   a.v_scale = in.v_scale.empty() ? nullptr : in.v_scale.data();
   a.scale_head_stride = in.scale_head_stride;
@@ -284,7 +310,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
                        plan.layout.reset_bytes / sizeof(unsigned));
     const PagedAttentionParams<T, KvT> params = detail::make_params(a, plan, temp);
     // The plan every block makes, from the host reference (its items name the tickets to stall).
-    const test::HostPlan reference = test::plan_on_host(s.seq_lens, plan.segments_per_seq, a.max_seq_len,
+    const test::HostPlan reference = test::plan_on_host(s.planned_lens(), plan.segments_per_seq, a.max_seq_len,
                                                         static_cast<long long>(a.max_blocks_per_seq) * a.block_size, plan.model,
                                                         plan.capacity, a.partition_tokens, partition_group_size);
     if (stall_milliseconds > 0) // the last partition of group 1 of every segment with 3 groups or more
@@ -411,17 +437,17 @@ double relative_error(const Problem& prob, const std::vector<float>& output, con
   for (int q = 0; q < prob.num_seqs; ++q)
   {
     if (!only.empty() && std::find(only.begin(), only.end(), q) == only.end()) { continue; }
-    for (int i = 0; i < s.q_len; ++i)
+    for (int i = 0; i < s.rows_of(q); ++i)
     {
       for (int h = 0; h < s.num_heads; ++h)
       {
         const std::vector<double> ref = prob.reference(q, h, i);
         for (int d = 0; d < s.head_size; ++d)
         {
-          const float got = output[((std::size_t(q) * s.q_len + i) * s.num_heads + h) * s.head_size + d];
+          const float got = output[((std::size_t(s.first_row_of(q)) + i) * s.num_heads + h) * s.head_size + d];
           INFO("sequence " << q << " (length " << s.seq_lens[q] << "), new token " << i << ", head " << h << ", dim " << d);
           REQUIRE(std::isfinite(got));
-          if (s.seq_lens[q] - s.q_len + 1 + i <= 0) { REQUIRE(got == 0.f); }
+          if (s.seq_lens[q] - s.rows_of(q) + 1 + i <= 0) { REQUIRE(got == 0.f); }
           err += (got - ref[d]) * (got - ref[d]);
           norm += ref[d] * ref[d];
         }
@@ -549,6 +575,32 @@ TEST_CASE("decode, emulated on the host: several new tokens per sequence (q_len)
   const Problem prob(shape, 31);
   require_reference_output(prob);
   if (q_len == 2) { require_reference_output(prob, /*persistent=*/false); }
+}
+
+TEST_CASE("decode, emulated on the host: per-sequence new tokens (query_start_loc) vs fp64, rows past them untouched",
+          "[decode][emulated][host][variants][q_len]")
+{
+  // Sequences of 0 .. q_len new tokens (0: no rows, nothing read or written), lengths shorter than their rows;
+  // GQA 2 and 6 (several head parts, some past a sequence's rows); a window, ALiBi and sinks on top; the
+  // spare row after the last sequence's keeps its NaN.
+  const auto [q_len, window_left] = GENERATE(table<int, int>({{4, -1}, {8, 37}, {3, -1}}));
+  Shape shape{{1, 3, 0, 301, 70, 5, 40}};
+  shape.q_len = q_len;
+  shape.query_rows = {q_len, 0, 2, 1, q_len, 0, q_len - 1};
+  shape.window_left = window_left;
+  shape.num_heads = q_len == 8 ? 12 : 4;
+  shape.alibi = q_len == 8;
+  shape.sinks = q_len == 3;
+  INFO("q_len " << q_len << ", window_left " << window_left);
+  const Problem prob(shape, 37);
+  for (bool persistent : {true, false})
+  {
+    const RunResult r = run_emulated<EmulatedPolicy>(prob, persistent ? 4 : 3, 2, 0, 0, persistent);
+    REQUIRE(r.errors == 0u);
+    REQUIRE(relative_error(prob, r.output) < 1e-4);
+    const std::size_t spare = std::size_t(shape.total_rows() - 1) * shape.num_heads * shape.head_size;
+    for (std::size_t i = spare; i < r.output.size(); ++i) { REQUIRE(std::isnan(r.output[i])); }
+  }
 }
 
 /// A test epilogue: each element becomes 2 value + seq + head / 8 + dim / 64 (its place shows in the result).

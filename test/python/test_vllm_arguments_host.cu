@@ -128,6 +128,18 @@ TEST_CASE("python op arguments: vLLM's arguments become DecodeArguments, strided
   REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
   CHECK(a.q_len == pagedattn::max_q_len);
   CHECK(a.num_seqs == 3);
+  // query_start_loc: any number of rows (7 here), the sequences its entries less one, q_len their most.
+  v.q_len = 4;
+  v.query = tensor(DType::f16, {7, 24, 128});
+  v.out = tensor(DType::f16, {7, 24, 128});
+  v.query_start_loc = tensor(DType::i32, {4});
+  REQUIRE(pagedattn_python::to_decode_arguments(v, a).empty());
+  CHECK(a.num_seqs == 3);
+  CHECK(a.num_query_rows == 7);
+  CHECK(a.query_start_loc != nullptr);
+  CHECK(a.q_len == 4);
+  v.query_start_loc = TensorInfo{};
+  v.out = tensor(DType::f16, {3, 24, 128});
   v.q_len = 1;
   v.query = tensor(DType::f16, {3, 24, 128}, {4096, 128, 1});
   v.logits_soft_cap = 0.0;
@@ -202,6 +214,10 @@ TEST_CASE("python op arguments: each bad argument is named", "[python][host]")
       {"query", [](auto& v) { v.q_len = 4; v.query.size[0] = v.out.size[0] = 12; v.seq_lens.size[0] = 4; }}, // seq_lens 4
       {"out", [](auto& v) { v.q_len = 4; v.query.size[0] = 12; }}, // out [3, ...]: one row per sequence
       {"max_seq_len", [](auto& v) { v.max_seq_len = -1; }},
+      {"query_start_loc", [](auto& v) { v.query_start_loc = tensor(DType::i32, {5}); }}, // 4 sequences, block_tables 3
+      {"query_start_loc", [](auto& v) { v.query_start_loc = tensor(DType::other, {4}); }},
+      {"query_start_loc", [](auto& v) { v.query_start_loc = tensor(DType::i32, {0}); }},
+      {"query_start_loc", [](auto& v) { v.query_start_loc = tensor(DType::i32, {2, 2}); }},
   };
   for (const Case& c : cases)
   {

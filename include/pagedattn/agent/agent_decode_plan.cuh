@@ -1,6 +1,7 @@
 #pragma once
 // The plan of a decode launch, made on the device from the lengths by every thread block of the
-// decode itself, in its prologue: each block reads seq_lens, chooses the partition size with the schedule
+// decode itself, in its prologue: each block reads seq_lens (and the query offsets where given:
+// planned_length), chooses the partition size with the schedule
 // model (agent/decode_schedule.cuh) and finds its own work items. Every block computes the same plan from
 // the same lengths (seq_lens, like every input, must not change while the launch runs), so nothing is
 // written to global memory and no block waits for another to plan. The same pieces, run sequentially,
@@ -39,7 +40,7 @@ public:
     unsigned long long cost[max_candidates];
     int tokens[max_candidates];
     int longest;
-    int off_bound; ///< some length differs from max_seq_len
+    int off_bound; ///< some sequence is not at the bound (PlannedLength::at_bound)
     unsigned long long items_at_cap; ///< the batch's items with the largest partitions the plan may take
   };
   /// Shared memory the caller may reuse between calls (it aliases it with the fold's).
@@ -51,7 +52,7 @@ public:
   };
   /// Kept for the block's whole run: where the cursor's chunk is, and the sequence an ItemAt() found.
   struct CursorState {
-    bool uniform;                  ///< every length is max_seq_len: items by arithmetic, no chunks
+    bool uniform;                  ///< every sequence at the bound (PlannedLength): items by arithmetic, no chunks
     int base;                      ///< the chunk's first sequence
     int count;                     ///< its sequences
     int chunk_items;               ///< its items
@@ -85,14 +86,15 @@ public:
     unsigned long long items_at_cap = 0;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
-      const int len = p_.seq_lens[i];
+      const PlannedLength planned = planned_length(p_, i);
+      const int len = planned.len;
       if (i < BlockThreads) // the first chunk, read once: the cursor's, and what the model counts
       {
         temp_.lens[i] = len;
         choice.lens[i] = valid_len(len);
       }
       longest = max_int(longest, valid_len(len));
-      off_bound = off_bound || len != p_.max_seq_len;
+      off_bound = off_bound || !planned.at_bound;
       items_at_cap += static_cast<unsigned long long>(items_of(valid_len(len), cap_tokens));
     }
     atomicMax(&choice.longest, longest);
@@ -134,7 +136,7 @@ public:
       if (base > 0)
       {
         __syncthreads(); // the previous chunk is counted
-        if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(p_.seq_lens[base + threadIdx.x]); }
+        if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(planned_length(p_, base + threadIdx.x).len); }
         __syncthreads();
       }
       for (int j = lane; j < n; j += lanes)
@@ -297,7 +299,7 @@ private:
   {
     ChoiceStorage& choice = temp_.choice;
     unsigned long long items = 0;
-    for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(p_.seq_lens[i]), t); }
+    for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(planned_length(p_, i).len), t); }
     choice.items[threadIdx.x] = items;
     __syncthreads();
     unsigned long long total = 0;
@@ -325,7 +327,7 @@ private:
     held_len_ = 0;
     if (static_cast<int>(threadIdx.x) < n)
     {
-      held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : p_.seq_lens[base + threadIdx.x];
+      held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : planned_length(p_, base + threadIdx.x).len;
       const SequenceSchedule s = schedule_of(held_len_, tokens_);
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;

@@ -133,15 +133,17 @@ private:
     if (!prefetched) { Mainloop::Prefetch(temp_.phase.fold, p_, seq, first_token, partition_tokens); }
     const int seq_len = item.seq_len; // the length the plan was made for (never seq_lens again)
     Epilogue epilogue(EpilogueStorage(), p_, variant_);
-    if (item.num_partitions <= 0) // an empty sequence (0) or an invalid length (-1): no cache access
+    // An empty sequence (0), an invalid length or query offsets (-1), or a head part past the sequence's
+    // query rows: no cache access.
+    if (item.num_partitions <= 0 || place.rows <= 0)
     {
       epilogue.WriteWithoutFold(item, place, one_wave);
       return;
     }
 
     // ---- the mainloop: fold this partition's tokens into the block's partial --------------------------------
-    const PartitionWork work{seq,         kv_head, first_row, rows, seq_len, first_token, detail::min_int(first_token + partition_tokens, seq_len),
-                             window_first_visible(seq_len, p_.plan.window_left)};
+    const PartitionWork work{seq,         place.span, kv_head, first_row, rows, seq_len, first_token,
+                             detail::min_int(first_token + partition_tokens, seq_len), window_first_visible(seq_len, p_.plan.window_left)};
     PartialStorage& own = temp_.partial();
     const bool invalid = Mainloop::Run(temp_.phase.fold, p_, variant_.score, work, own.stats, own.values);
     __syncthreads(); // the partial is complete, and phase.fold is free for the combine

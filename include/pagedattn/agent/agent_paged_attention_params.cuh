@@ -21,7 +21,7 @@ namespace pagedattn {
 /// registers through the tile loop (bench/NOTES.md, "Code structure").
 template <class T, class KvT = T>
 struct PagedAttentionParams : PagedCacheView<KvT> {
-  const T* query;                                   ///< query token i of sequence s at row s * q_len + i (QueryRow)
+  const T* query;                                   ///< query token i of sequence s at row span.first + i (QueryRow)
   std::int64_t query_seq_stride, query_head_stride; ///< (the seq stride is the stride of those rows)
   const float* k_scale;   ///< fp8 caches: K's and V's scales of KV head h at [h * scale_head_stride]; else null
   const float* v_scale;
@@ -37,7 +37,8 @@ struct PagedAttentionParams : PagedCacheView<KvT> {
   float logit_softcap;       ///< > 0: logits soft-capped (soft_capped_logit); 0: off
   const float* sinks;        ///< [num_heads] or null: attention sinks (fold_sink)
   int window_left;           ///< >= 0: a sliding window (window_first_visible); -1: off
-  int q_len;                 ///< new tokens per sequence (1: plain decode; up to max_q_len: speculative drafts)
+  int q_len;                 ///< new tokens per sequence (1: plain decode; up to max_q_len: speculative drafts; with
+                             ///< query offsets, plan.query_start_loc, the most of any sequence)
   T* output;                 ///< rows as the query's
   std::int64_t output_seq_stride, output_head_stride;
   unsigned* error_count; ///< optional
@@ -85,35 +86,37 @@ PAGEDATTN_DEVICE float cache_value_scale(const PagedAttentionParams<T, KvT>& p, 
   else { return 1.f; }
 }
 
-/// A query row: new token `token` (0 .. q_len - 1) of a sequence and a query head. A KV head's rows are
-/// token-major, row r = token * gqa_ratio + (head - kv_head * gqa_ratio): with q_len 1 the rows are the
-/// group's heads.
+/// A query row: new token `token` (0 .. n - 1 of the sequence's n = span.count) of a sequence and a query
+/// head. A KV head's rows are token-major, row r = token * gqa_ratio + (head - kv_head * gqa_ratio): with
+/// q_len 1 the rows are the group's heads.
 ///
 /// New token i of a sequence of seq_len tokens (the new tokens' keys and values are already in the cache)
-/// sees positions [first_visible, end): end = seq_len - q_len + 1 + i (causal among the new tokens; <= 0
+/// sees positions [first_visible, end): end = seq_len - n + 1 + i (causal among the new tokens; <= 0
 /// when the sequence is shorter than its new tokens: no position, a zero output), first_visible its
-/// sliding window's first position. `index` is the row's index in the query and output, s * q_len + i.
+/// sliding window's first position. `index` is the row's index in the query and output, span.first + i.
 struct QueryRow {
   int token, head;
-  int index;              ///< seq * q_len + token
+  int index;              ///< span.first + token (s * q_len + token without query offsets)
   int end, first_visible; ///< the visible positions [first_visible, end), 0 <= first_visible <= end
 };
 
 template <class T, class KvT>
-PAGEDATTN_HOST_DEVICE QueryRow query_row(const PagedAttentionParams<T, KvT>& p, int seq, int seq_len, int kv_head, int row)
+PAGEDATTN_HOST_DEVICE QueryRow query_row(const PagedAttentionParams<T, KvT>& p, const QuerySpan& span, int seq_len, int kv_head, int row)
 {
   const int token = p.q_len == 1 ? 0 : row / p.gqa_ratio;
-  const int last = seq_len - p.q_len + 1 + token;
+  const int last = seq_len - span.count + 1 + token;
   const int end = last > 0 ? last : 0;
-  return {token, kv_head * p.gqa_ratio + row - token * p.gqa_ratio, seq * p.q_len + token, end, window_first_visible(end, p.window_left)};
+  return {token, kv_head * p.gqa_ratio + row - token * p.gqa_ratio, span.first + token, end, window_first_visible(end, p.window_left)};
 }
 
-/// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq`, for the query
-/// rows first_row .. first_row + rows - 1 of KV head kv_head (QueryRow). Tokens before first_visible (the
-/// rows' earliest window position; at most one cache block's) are read and masked, and each row masks
-/// the positions it does not see.
+/// The tokens one thread block folds: partition [first_token, end_token) of sequence `seq` (its query rows
+/// `span`), for the query rows first_row .. first_row + rows - 1 of KV head kv_head (QueryRow). Tokens before
+/// first_visible (the rows' earliest window position; at most one cache block's) are read and masked, and
+/// each row masks the positions it does not see.
 struct PartitionWork {
-  int seq, kv_head, first_row, rows;
+  int seq;
+  QuerySpan span;
+  int kv_head, first_row, rows;
   int seq_len;
   int first_token, end_token; ///< first_token < end_token <= seq_len
   int first_visible;          ///< < end_token, and < first_token + block_size

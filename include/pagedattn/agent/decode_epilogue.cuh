@@ -47,15 +47,16 @@ public:
 
   PAGEDATTN_DEVICE DecodeEpilogue(const Storage& storage, const Params& p, const Variant& variant) : storage_(storage), p_(p), variant_(variant) {}
 
-  /// An item with no tokens to fold (num_partitions 0: an empty sequence, zeros; -1: an invalid length, NaN
-  /// and the error count), without any cache access. With one_wave, the block then meets the grid's others.
+  /// An item with no tokens to fold (num_partitions 0: an empty sequence, zeros; -1: an invalid length or
+  /// query offsets, NaN and the error count) or no query rows (place.rows <= 0: nothing to write), without any
+  /// cache access. With one_wave, the block then meets the grid's others.
   PAGEDATTN_DEVICE void WriteWithoutFold(const PlannedItem& item, const ItemPlace& place, bool one_wave) const
   {
     const bool invalid = item.num_partitions < 0;
     const float fill = invalid ? __int_as_float(0x7fc00000) : 0.f;
     for (int i = threadIdx.x; i < place.rows * head_dim; i += BlockThreads)
     {
-      const QueryRow row = query_row(p_, place.seq, item.seq_len, place.kv_head, place.first_row + i / head_dim);
+      const QueryRow row = query_row(p_, place.span, item.seq_len, place.kv_head, place.first_row + i / head_dim);
       store_output(row.index, row.head, i % head_dim, fill);
     }
     if (invalid && threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
@@ -71,7 +72,8 @@ public:
   /// exactly once).
   PAGEDATTN_DEVICE void Run(bool invalid, const PlannedItem& item, const ItemPlace& place, unsigned index, bool one_wave)
   {
-    const int seq = place.seq, kv_head = place.kv_head, first_row = place.first_row, rows = place.rows;
+    const QuerySpan span = place.span;
+    const int kv_head = place.kv_head, first_row = place.first_row, rows = place.rows;
     const int seq_len = item.seq_len;
     PartialStorage& own = storage_.partial;
     if (invalid) // a block id outside the cache: this partition's partial (and the output) is NaN
@@ -82,7 +84,7 @@ public:
       if (threadIdx.x == 0 && p_.error_count) { arch::atomic_fetch_add(p_.error_count, 1u); }
       __syncthreads();
     }
-    if (variant_.score.HasSinks(p_) && item.partition == 0) { FoldSinks(own, seq, seq_len, kv_head, first_row, rows); }
+    if (variant_.score.HasSinks(p_) && item.partition == 0) { FoldSinks(own, span, seq_len, kv_head, first_row, rows); }
 
     // The segment's partials are the slots of its items: the plan lays them out back to back.
     const SegmentSlots slots{index - static_cast<unsigned>(item.partition), static_cast<std::size_t>(item.first_group)};
@@ -90,12 +92,12 @@ public:
     {
       if (one_wave)
       {
-        CombineInOneWave(slots, item.partition, item.num_partitions, rows, OutputWriter{this, seq, seq_len, kv_head, first_row});
+        CombineInOneWave(slots, item.partition, item.num_partitions, rows, OutputWriter{this, span, seq_len, kv_head, first_row});
         return;
       }
     }
     Combine combine(storage_.combine, rows);
-    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, seq, seq_len, kv_head, first_row});
+    combine.Run(p_.state, slots, item.partition, item.num_partitions, own.stats, own.values, OutputWriter{this, span, seq_len, kv_head, first_row});
   }
 
 private:
@@ -106,19 +108,19 @@ private:
   /// Attention sinks: each query row's sink (its head's) joins its partition-0 partial (fold_sink: one more
   /// token, of value 0), so that whichever combine runs (look-back, slices, a single partition) counts it
   /// once. Every thread first rescales its values from the old statistics, then the statistics are replaced.
-  PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, int seq, int seq_len, int kv_head, int first_row, int rows)
+  PAGEDATTN_DEVICE void FoldSinks(PartialStorage& own, const QuerySpan& span, int seq_len, int kv_head, int first_row, int rows)
   {
     for (int i = threadIdx.x; i < rows * head_dim; i += BlockThreads)
     {
       const int h = i / head_dim;
       float max_score = own.stats[2 * h], exp_sum = own.stats[2 * h + 1];
-      const float sink = variant_.score.Sink(p_, query_row(p_, seq, seq_len, kv_head, first_row + h));
+      const float sink = variant_.score.Sink(p_, query_row(p_, span, seq_len, kv_head, first_row + h));
       own.values[i] = detail::mul_rn(fold_sink(max_score, exp_sum, sink), own.values[i]);
     }
     __syncthreads();
     if (static_cast<int>(threadIdx.x) < rows)
     {
-      const float sink = variant_.score.Sink(p_, query_row(p_, seq, seq_len, kv_head, first_row + threadIdx.x));
+      const float sink = variant_.score.Sink(p_, query_row(p_, span, seq_len, kv_head, first_row + threadIdx.x));
       fold_sink(own.stats[2 * threadIdx.x], own.stats[2 * threadIdx.x + 1], sink);
     }
     __syncthreads();
@@ -147,12 +149,13 @@ private:
   };
   struct OutputWriter {
     const DecodeEpilogue* epilogue;
-    int seq, seq_len, kv_head, first_row;
+    QuerySpan span;
+    int seq_len, kv_head, first_row;
     /// Elements 4 vector .. 4 vector + 3 of row first_row + h, through the output epilogue: one store where
     /// the output is aligned for it (the strides are the caller's), else four.
     PAGEDATTN_DEVICE void operator()(int h, int vector, float4 v) const
     {
-      const QueryRow row = query_row(epilogue->p_, seq, seq_len, kv_head, first_row + h);
+      const QueryRow row = query_row(epilogue->p_, span, seq_len, kv_head, first_row + h);
       const int index = row.index, head = row.head, d = 4 * vector;
       T* dst = epilogue->output_ptr(index, head, d);
       const Variant& e = epilogue->variant_;

@@ -287,9 +287,33 @@ struct UniformLayout {
   PartitionDivisor by_items_per_seq, by_items_per_seg;
 };
 
+/// A sequence's query rows: rows [first, first + count) of the query and the output (QueryRow::index).
+struct QuerySpan {
+  int first, count;
+  bool valid; ///< its offsets are well formed (query_span); else NaN goes to the rows it names within range
+};
+
+/// Sequence seq's query rows. offsets null: q_len rows from seq * q_len. Else [offsets[seq], offsets[seq + 1]),
+/// valid where offsets[0] is 0 (seq 0), 0 <= offsets[seq - 1] <= offsets[seq] <= offsets[seq + 1] <= num_rows
+/// and the sequence has at most q_len rows; an invalid span is clamped into [0, num_rows), at most q_len rows.
+PAGEDATTN_HOST_DEVICE QuerySpan query_span(const int* offsets, int seq, int q_len, int num_rows)
+{
+  if (!offsets) { return {seq * q_len, q_len, true}; }
+  const int before = seq > 0 ? offsets[seq - 1] : 0, first = offsets[seq], end = offsets[seq + 1];
+  const bool valid = (seq > 0 || first == 0) && 0 <= first && before <= first && first <= end && end <= num_rows &&
+                     static_cast<long long>(end) - first <= q_len;
+  if (valid) { return {first, end - first, true}; }
+  const int lo = first < 0 ? 0 : first > num_rows ? num_rows : first;
+  const long long hi = end < lo ? lo : end > num_rows ? num_rows : end;
+  return {lo, hi - lo < q_len ? static_cast<int>(hi - lo) : q_len, false};
+}
+
 /// What the plan is made from: the lengths and what the host knows.
 struct DecodePlanParams {
   const int* seq_lens;
+  const int* query_start_loc;       ///< null: q_len query rows per sequence; else each sequence's (query_span)
+  int q_len;                        ///< query rows per sequence (with query_start_loc: at most)
+  int num_query_rows;               ///< with query_start_loc: the rows of the query and the output
   int num_seqs;
   int segments_per_seq;
   int max_seq_len;
@@ -302,6 +326,23 @@ struct DecodePlanParams {
   int block_size;                   ///< (the window's alignment)
   UniformLayout uniform;            ///< that plan's layout: uniform_layout_of(*this, partition_group_size)
 };
+
+/// What the plan reads of sequence seq: its length, 0 where it has no query rows (no cache access, nothing
+/// written), -1 (an invalid length: NaN rows and the error count) where its query offsets are invalid.
+/// at_bound: the length is max_seq_len and the rows q_len, as in the host's plan (its uniform fast path).
+struct PlannedLength {
+  int len;
+  bool at_bound;
+};
+PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq)
+{
+  const int len = p.seq_lens[seq];
+  if (!p.query_start_loc) { return {len, len == p.max_seq_len}; }
+  const QuerySpan rows = query_span(p.query_start_loc, seq, p.q_len, p.num_query_rows);
+  if (!rows.valid) { return {-1, false}; }
+  if (rows.count == 0) { return {0, false}; }
+  return {len, len == p.max_seq_len && rows.count == p.q_len};
+}
 
 /// The host's bound on what a planned launch may need.
 struct ScheduleCapacity {

@@ -15,11 +15,15 @@
 
 namespace pagedattn {
 
-/// Where a work item lies: its sequence, KV head, query rows (QueryRow) and first token (integer divisions
-/// by runtime values: worked out while the block waits for a load where it can). Under a sliding window the
-/// partitions start at the rows' fold start (window_fold_start; an invalid length has none).
+/// Where a work item lies: its sequence, KV head, query rows (QueryRow: rows first_row .. first_row + rows - 1
+/// of the KV head's, of the sequence's span; rows <= 0: a head part past the sequence's rows, nothing to do)
+/// and first token (integer divisions by runtime values: worked out while the block waits for a load where it
+/// can). Under a sliding window the partitions start at the rows' fold start (window_fold_start; an invalid
+/// length has none). PlaceOf gives the span of q_len rows; WithQueryOffsets the sequence's own, from the
+/// offsets, once the item is taken (the offsets stay off the path to the first copies).
 struct ItemPlace {
   int seq, kv_head, first_row, rows, first_token;
+  QuerySpan span;
 };
 
 /// Params: the kernel's PagedAttentionParams. BlockThreads: the block's threads. OneWaveCapable: whether the
@@ -49,7 +53,7 @@ public:
     if constexpr (!Persistent)
     {
       const Assignment a = AssignPlain(prefetch);
-      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if (a.kind == Assignment::fold) { run_item(a.item, WithQueryOffsets(a.place), a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (OneWaveCapable)
       {
         if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
@@ -102,7 +106,19 @@ private:
     const int fold_start = item.num_partitions > 0 ? window_fold_start(item.seq_len, p_.plan.window_left, p_.block_size) : 0;
     const int first_row = head_part * p_.rows_per_part;
     return {seq, kv_head, first_row, detail::min_int(p_.rows_per_part, p_.q_len * p_.gqa_ratio - first_row),
-            fold_start + item.partition * partition_tokens};
+            fold_start + item.partition * partition_tokens, query_span(nullptr, seq, p_.q_len, 0)};
+  }
+
+  /// `place` with its sequence's own query rows where the launch has query offsets (PlannedLength: the plan
+  /// has read them too).
+  PAGEDATTN_DEVICE ItemPlace WithQueryOffsets(ItemPlace place) const
+  {
+    if (p_.plan.query_start_loc)
+    {
+      place.span = query_span(p_.plan.query_start_loc, place.seq, p_.q_len, p_.plan.num_query_rows);
+      place.rows = detail::min_int(place.rows, place.span.count * p_.gqa_ratio - place.first_row);
+    }
+    return place;
   }
 
   /// A persistent launch: the blocks draw tickets until the items run out. A block draws its next ticket
@@ -121,7 +137,7 @@ private:
         if (static_cast<int>(blockIdx.x) < launch.total_items)
         {
           const PlannedItem item = plan_.ItemAt(blockIdx.x);
-          run_item(item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false);
+          run_item(item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), blockIdx.x, launch.partition_tokens, true, false);
         }
         else { GridBarrier::Sync(); } // every block arrives once
         return;
@@ -138,7 +154,7 @@ private:
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       const PlannedItem item = plan_.ItemAt(ticket);
-      run_item(item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, false);
+      run_item(item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), ticket, launch.partition_tokens, /*one_wave=*/false, false);
       __syncthreads(); // the storage is free for the next item
     }
   }
@@ -154,10 +170,11 @@ private:
     bool one_wave, prefetched;
   };
 
-  /// A plain launch: a block per item of the bound. A batch whose every length is max_seq_len (the batch
-  /// the host planned for: its partition size, its grid, its one-wave decision) takes the host's plan with
-  /// no planning at all: the block reads the lengths while it prefetches its item's block ids and draws its
-  /// ticket, and one barrier says whether every length is the bound. Any other batch is planned
+  /// A plain launch: a block per item of the bound. A batch whose every sequence is at the bound (length
+  /// max_seq_len, q_len query rows: PlannedLength; the batch the host planned for: its partition size, its
+  /// grid, its one-wave decision) takes the host's plan with no planning at all: the block reads the lengths
+  /// while it prefetches its item's block ids and draws its ticket, and one barrier says whether every
+  /// sequence is at the bound. Any other batch is planned
   /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
   /// without a block).
   ///
@@ -168,7 +185,7 @@ private:
   {
     const DecodePlanParams& q = p_.plan;
     // The lengths first: their round trip overlaps everything up to the check.
-    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    const bool first_at_bound = static_cast<int>(threadIdx.x) < q.num_seqs ? planned_length(q, threadIdx.x).at_bound : true;
     const PlannedLaunch uniform = plan_.UniformLaunchOf();
     const bool uniform_one_wave = CombinesInOneWave(uniform);
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
@@ -186,8 +203,8 @@ private:
     const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
     const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
     if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
-    bool mine = first_len == q.max_seq_len;
-    for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= q.seq_lens[i] == q.max_seq_len; }
+    bool mine = first_at_bound;
+    for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= planned_length(q, i).at_bound; }
     if (__syncthreads_and(mine))
     {
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);

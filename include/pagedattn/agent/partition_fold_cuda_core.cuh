@@ -49,11 +49,11 @@ public:
     WarpTile::LoadQueries(
         temp.tile, work.rows,
         [&](int g) {
-          const QueryRow row = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g);
+          const QueryRow row = query_row(p, work.span, work.seq_len, work.kv_head, work.first_row + g);
           return p.query + row.index * p.query_seq_stride + row.head * p.query_head_stride;
         },
         p.scale * cache_key_scale(p, work.kv_head),
-        [&](int g) { return variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + g)); }, block_threads);
+        [&](int g) { return variant.MakeRow(p, query_row(p, work.span, work.seq_len, work.kv_head, work.first_row + g)); }, block_threads);
     __syncthreads();
     const PagedCacheView<KvT>& cache = p; // (the parameters' own: bench/NOTES.md, "Code structure")
     const Scorer scorer{variant, p};

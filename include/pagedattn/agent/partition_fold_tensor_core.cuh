@@ -137,7 +137,7 @@ public:
     // zero-fills them with each tile).
     if constexpr (bulk_copies && Slab::cache_vectors != Slab::key_vectors) { Slab::template ClearKeyPadding<slabs>(&temp.slab[0][0], stages, log2_block_size); }
     Tile::StoreRows(temp.tile, work.rows, [&](int r) { // (read after the tile loop's barriers)
-      return variant.MakeRow(p, query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r));
+      return variant.MakeRow(p, query_row(p, work.span, work.seq_len, work.kv_head, work.first_row + r));
     });
     __syncthreads(); // the prefetched block ids (and the mbarriers)
     PAGEDATTN_TRACE_POINT(TracePoint::block_ids_staged);
@@ -170,7 +170,7 @@ public:
     Tile tile(
         temp.tile, scorer,
         [&](int r) {
-          const QueryRow query = query_row(p, work.seq, work.seq_len, work.kv_head, work.first_row + r);
+          const QueryRow query = query_row(p, work.span, work.seq_len, work.kv_head, work.first_row + r);
           return p.query + query.index * p.query_seq_stride + query.head * p.query_head_stride;
         },
         work.rows, p.scale * cache_key_scale(p, work.kv_head), cache_value_scale(p, work.kv_head), log2_block_size);

@@ -32,10 +32,12 @@ using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 /// modifiers, the mask and the sinks (agent/decode_variant.cuh; by default those the fields below ask for).
 template <class T, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue, class ScoreVariant = DefaultScoreVariant>
 struct DecodeArguments {
-  T* output = nullptr;                 ///< [num_seqs * q_len][num_heads][head_size] (strides below)
+  T* output = nullptr;                 ///< [rows][num_heads][head_size] (strides below); rows: num_seqs * q_len, or
+                                       ///< num_query_rows with query_start_loc
   std::int64_t output_seq_stride = 0;  ///< between rows of the first index; 0: num_heads * head_size
   std::int64_t output_head_stride = 0; ///< 0: head_size
-  const T* query = nullptr;            ///< [num_seqs * q_len][num_heads][head_size]: new token i of sequence s is row s * q_len + i
+  const T* query = nullptr;            ///< [rows][num_heads][head_size], as the output: new token i of sequence s is row
+                                       ///< s * q_len + i, or query_start_loc[s] + i
   std::int64_t query_seq_stride = 0;   ///< between rows of the first index; 0: num_heads * head_size
   std::int64_t query_head_stride = 0;  ///< 0: head_size
   const KvT* key_cache = nullptr;      ///< laid out as cache_layout says (default: vLLM's 5-D key cache)
@@ -72,8 +74,17 @@ struct DecodeArguments {
   int q_len = 1;                       ///< new tokens per sequence, 1 .. max_q_len (speculative decoding: the drafts to
                                        ///< verify); all q_len tokens' keys and values are in the cache, and new token i
                                        ///< sees positions [0, seq_len - q_len + 1 + i) (causal among them; nothing when that
-                                       ///< is <= 0: a zero output), a window its last window_left + 1 of them
-  unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len (its partition-0 block),
+                                       ///< is <= 0: a zero output), a window its last window_left + 1 of them; with
+                                       ///< query_start_loc, the most new tokens of any sequence
+  const int* query_start_loc = nullptr; ///< optional, [num_seqs + 1] on the device (vLLM's query_start_loc,
+                                       ///< FlashAttention's cu_seqlens_q): sequence s has the n = query_start_loc[s + 1] -
+                                       ///< query_start_loc[s] new tokens (0 .. q_len) in rows query_start_loc[s] + i, new
+                                       ///< token i seeing [0, seq_len - n + 1 + i); query_start_loc[0] = 0, non-decreasing,
+                                       ///< at most num_query_rows. A sequence whose offsets break this gets NaN in the
+                                       ///< rows they name within [0, num_query_rows) and the error count. null: q_len each
+  int num_query_rows = 0;              ///< with query_start_loc: the query's and the output's rows (host-side bound of
+                                       ///< query_start_loc[num_seqs]); else 0
+  unsigned* error_count = nullptr;     ///< optional: +1 per segment with a bad seq_len or query offsets (its partition-0 block),
                                        ///< +1 per thread block that met a block id outside the cache
   OutputEpilogue output_epilogue{};    ///< applied to each output element (value, seq, head, dim) before the store
   ScoreVariant score_variant{};        ///< what each row's scores pass through (DefaultScoreVariant reads the fields above)

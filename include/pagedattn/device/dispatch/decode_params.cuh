@@ -49,6 +49,9 @@ PagedAttentionParams<T, KvT> make_params(const DecodeArguments<T, KvT, Variants.
   p.head_parts = plan.head_split.head_parts;
   p.gqa_ratio = a.num_heads / a.num_kv_heads;
   p.plan = DecodePlanParams{a.seq_lens,
+                             a.query_start_loc,
+                             a.q_len,
+                             a.num_query_rows,
                              a.num_seqs,
                              plan.segments_per_seq,
                              a.max_seq_len,

@@ -165,6 +165,14 @@ cudaError_t validate_arguments(const DecodeArguments<T, KvT, Variants...>& a)
   {
     return bad("q_len must be in [1, " + std::to_string(max_q_len) + "], got " + std::to_string(a.q_len));
   }
+  if (a.query_start_loc && a.num_query_rows < 0)
+  {
+    return bad("num_query_rows must be >= 0 with query_start_loc, got " + std::to_string(a.num_query_rows));
+  }
+  if (!a.query_start_loc && a.num_query_rows != 0)
+  {
+    return bad("num_query_rows (" + std::to_string(a.num_query_rows) + ") applies with query_start_loc only (null here): 0 without it");
+  }
   if (a.window_left < -1) { return bad("window_left must be >= -1 (-1: no window), got " + std::to_string(a.window_left)); }
   if (a.partition_tokens < 0) { return bad("partition_tokens must be >= 0 (0: automatic), got " + std::to_string(a.partition_tokens)); }
   if constexpr (is_fp8<KvT>)
