@@ -134,11 +134,12 @@ TEST_CASE("decode fp8: logit soft-cap, attention sinks, sliding windows, several
   GPU_TEST_SEED(seed, 2900);
   for (int head_size : {128, 256})
   {
-    for (const int config : {0, 1, 2}) // no window; a window; a window and four new tokens
+    for (const int config : {0, 1, 2, 3}) // no window; a window; a window and four new tokens; each sequence its own
     {
-      const int window_left = config > 0 ? 300 : -1, q_len = config == 2 ? 4 : 1;
-      const test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128, window_left, q_len);
-      INFO("head " << head_size << " window_left " << window_left << " q_len " << q_len);
+      const int window_left = config > 0 ? 300 : -1, q_len = config >= 2 ? 4 : 1;
+      test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128, window_left, q_len);
+      if (config == 3) { s.query_rows = {3, 0, 4, 1}; } // (query_start_loc)
+      INFO("head " << head_size << " window_left " << window_left << " q_len " << q_len << " per-sequence rows " << !s.query_rows.empty());
       test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size + window_left + q_len);
     }
   }
