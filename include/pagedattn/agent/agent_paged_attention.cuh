@@ -135,7 +135,7 @@ private:
     Epilogue epilogue(EpilogueStorage(), p_, variant_);
     // An empty sequence (0), an invalid length or query offsets (-1), or a head part past the sequence's
     // query rows: no cache access.
-    if (item.num_partitions <= 0 || place.rows <= 0)
+    if (item.num_partitions <= 0 || rows <= 0)
     {
       epilogue.WriteWithoutFold(item, place, one_wave);
       return;

@@ -50,16 +50,19 @@ public:
   template <bool Persistent, class Prefetch, class RunItem>
   PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
   {
+    // Every item reaches the callback with its sequence's own query rows (WithQueryOffsets).
+    auto run_placed = [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave,
+                          bool prefetched) { run_item(item, WithQueryOffsets(place), index, partition_tokens, one_wave, prefetched); };
     if constexpr (!Persistent)
     {
       const Assignment a = AssignPlain(prefetch);
-      if (a.kind == Assignment::fold) { run_item(a.item, WithQueryOffsets(a.place), a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      if (a.kind == Assignment::fold) { run_placed(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (OneWaveCapable)
       {
         if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
       }
     }
-    else { RunTickets(run_item); }
+    else { RunTickets(run_placed); }
   }
 
 private:
@@ -137,7 +140,7 @@ private:
         if (static_cast<int>(blockIdx.x) < launch.total_items)
         {
           const PlannedItem item = plan_.ItemAt(blockIdx.x);
-          run_item(item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), blockIdx.x, launch.partition_tokens, true, false);
+          run_item(item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false);
         }
         else { GridBarrier::Sync(); } // every block arrives once
         return;
@@ -154,7 +157,7 @@ private:
       if (ticket >= static_cast<unsigned>(launch.total_items)) { return; }
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       const PlannedItem item = plan_.ItemAt(ticket);
-      run_item(item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), ticket, launch.partition_tokens, /*one_wave=*/false, false);
+      run_item(item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, /*one_wave=*/false, false);
       __syncthreads(); // the storage is free for the next item
     }
   }
