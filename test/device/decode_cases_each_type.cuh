@@ -165,9 +165,7 @@ TEST_CASE("decode " DTYPE ": several new tokens per sequence (q_len 1 .. 8), alo
         s.softcap = q_len % 3 == 2 ? 30.f : 0.f;
         s.sinks = q_len % 4 == 3;
       }
-      INFO("q_len " << q_len << " heads " << s.num_heads << "/" << s.num_kv_heads << " head " << s.head_size << " block " << s.block_size
-                    << " window " << s.window_left << " alibi " << s.alibi << " softcap " << s.softcap << " sinks " << s.sinks
-                    << " partition_tokens " << s.partition_tokens << " max_seq_len " << s.max_seq_len_override);
+      INFO(s.describe());
       test::check_decode<T>(s, seed + combo);
     }
   }
@@ -202,9 +200,7 @@ TEST_CASE("decode " DTYPE ": per-sequence new tokens (query_start_loc), with the
         s.softcap = combo % 3 == 2 ? 30.f : 0.f;
         s.sinks = combo % 2 == 1;
       }
-      INFO("q_len " << q_len << " heads " << s.num_heads << "/" << s.num_kv_heads << " head " << s.head_size << " block " << s.block_size
-                    << " window " << s.window_left << " alibi " << s.alibi << " softcap " << s.softcap << " sinks " << s.sinks
-                    << " partition_tokens " << s.partition_tokens << " max_seq_len " << s.max_seq_len_override);
+      INFO(s.describe());
       test::DeviceDecode<T> dd(s, seed + combo);
       const auto out = dd.run();
       const double err = dd.worst_error(out);

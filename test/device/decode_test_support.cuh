@@ -73,6 +73,14 @@ struct DecodeShape {
   int total_rows() const { return first_row_of(int(seq_lens.size())) + (query_rows.empty() ? 0 : spare_query_rows); }
   /// Positions new token i of sequence q sees (DecodeArguments::q_len): seq_len - n + 1 + i of its n new tokens, at least 0.
   int row_len(int q, int i) const { return std::max(0, seq_lens[q] - rows_of(q) + 1 + i); }
+  /// The launch's shape and variants in a line (a failing case's INFO).
+  std::string describe() const
+  {
+    return "q_len " + std::to_string(q_len) + " heads " + std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " head " +
+           std::to_string(head_size) + " block " + std::to_string(block_size) + " window " + std::to_string(window_left) + " alibi " +
+           std::to_string(alibi) + " softcap " + std::to_string(softcap) + " sinks " + std::to_string(sinks) + " partition_tokens " +
+           std::to_string(partition_tokens) + " max_seq_len " + std::to_string(max_seq_len_override);
+  }
 };
 
 template <class T>
