@@ -223,7 +223,7 @@ def test_eager_path_and_operator_agree():
     same bits and raises the same errors, and the eager function declines what the dispatcher must see."""
     p = Problem([3000, 1, 700], 24, 4, 128, seed=11)
     args = [torch.full_like(p.query, float("nan")), p.query, p.key_cache, p.value_cache, p.block_tables, p.seq_lens, p.scale,
-            p.max_seq_len, None, 0.0, None, -1, 1]  # (alibi_slopes, logits_soft_cap, sinks, window_left, q_len: every argument, as the operator passes them)
+            p.max_seq_len, None, 0.0, None, -1, 1, None]  # (alibi_slopes, logits_soft_cap, sinks, window_left, q_len, query_start_loc: every argument, as the operator passes them)
     assert pagedattn._C.decode_eager(*args) is None
     eager = args[0].clone()
     args[0].fill_(float("nan"))
