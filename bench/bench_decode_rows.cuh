@@ -112,6 +112,8 @@ inline std::vector<ServingShape> serving_shapes()
       // count (split_us) and the bytes alone at the read bandwidth (bytes_us).
       {"64x4096+rows0-4", std::vector<int>(64, 4096), 4096, false, cycling_rows(64, 4)},
       {"1x100000+15x8192+rows4/1", skewed_lengths(100000, 15, 8192), 100000, false, mixed_rows(16, 4, 1, 4)},
+      // The same bound with short sequences: the grid of a block per item of the bound, mostly without one.
+      {"1x100000+15x100+rows4/1", skewed_lengths(100000, 15, 100), 100000, false, mixed_rows(16, 4, 1, 4)},
   };
 }
 

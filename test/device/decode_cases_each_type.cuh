@@ -213,6 +213,21 @@ TEST_CASE("decode " DTYPE ": per-sequence new tokens (query_start_loc), with the
       CHECK(dd.error_count.download()[0] == 0u);
     }
   }
+  // Qwen3.6's heads, 4 and 1 new tokens, 16 sequences under a bound of 100000: the bound's 2112 items are over
+  // four waves and within eight, so the tensor-core path keeps the 32-row kernel's plain grid (loose_bound),
+  // and most of its blocks find no item.
+  std::vector<int> lens{3001};
+  for (int i = 1; i < 16; ++i) { lens.push_back(40 + 37 * i); }
+  test::DecodeShape s{lens, 24, 4, 256, 16};
+  s.q_len = 4;
+  for (int i = 0; i < 16; ++i) { s.query_rows.push_back(i % 5 == 4 ? 0 : i % 2 ? 1 : 4); }
+  s.max_seq_len_override = 100000;
+  test::DeviceDecode<T> dd(s, seed + 99);
+  const auto out = dd.run();
+  const double err = dd.worst_error(out);
+  test::report("per-sequence new tokens", DTYPE, err);
+  CHECK(err < test::tolerance<T>());
+  CHECK(dd.error_count.download()[0] == 0u);
 }
 
 TEST_CASE("decode " DTYPE ": offsets of q_len rows each give the bits of the uniform q_len launch", "[decode][gpu][" DTYPE "][q_len]")

@@ -439,6 +439,34 @@ TEST_CASE("launch plan: storage for any lengths under the bound, a persistent gr
   CHECK(pagedattn::detail::validate_plan(pagedattn::detail::make_plan<P>(a, 132)) == cudaSuccess);
 }
 
+TEST_CASE("launch plan: a plain launch goes persistent past four waves of items, eight for the 32-row kernel", "[policy][host]")
+{
+  using P = pagedattn::PagedAttentionPolicySm90;
+  auto a = valid_arguments(); // 24 / 4 heads of 256
+  a.max_seq_len = 100000;
+  a.max_blocks_per_seq = 100000 / 16;
+  auto plan_of = [&](int num_seqs, int q_len) {
+    a.num_seqs = num_seqs;
+    a.q_len = q_len;
+    return pagedattn::detail::make_plan<P>(a, 132);
+  };
+  // 16 sequences of 4 new tokens (the 32-row kernel) under a bound of 100000: 2112 items, 8 waves of 264.
+  const auto q4 = plan_of(16, 4);
+  const std::size_t wave = static_cast<std::size_t>(q4.model.wave_blocks);
+  REQUIRE(q4.head_split.kernel_rows == 32);
+  CHECK(q4.capacity.items > 4 * wave);
+  CHECK(q4.capacity.items <= 8 * wave);
+  CHECK_FALSE(pagedattn::detail::loose_bound(q4)); // a block per item of the bound
+  const auto q4_more = plan_of(24, 4);
+  CHECK(q4_more.capacity.items > 8 * wave);
+  CHECK(pagedattn::detail::loose_bound(q4_more));
+  // One new token (the 8-row kernel), the same bound: persistent past four waves.
+  const auto q1 = plan_of(16, 1);
+  REQUIRE(q1.head_split.kernel_rows == 8);
+  CHECK(q1.capacity.items > 4 * static_cast<std::size_t>(q1.model.wave_blocks));
+  CHECK(pagedattn::detail::loose_bound(q1));
+}
+
 TEST_CASE("validation: each bad argument is named", "[policy][host]")
 {
   using pagedattn::SupportedHeadDims;

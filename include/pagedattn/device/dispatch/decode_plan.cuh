@@ -325,11 +325,15 @@ inline cudaError_t validate_plan(const DecodePlan& plan)
 /// than plan_budget_waves waves of items. A block per item of such a bound would mostly launch blocks that
 /// find no item whenever the lengths are well under it (1x100000+63x512 at max_seq_len 100000: 8704 blocks
 /// for 1036 items; the 7668 without one held a block's slot ~6 µs each, 347 µs in all against 177 µs
-/// persistent: bench/NOTES.md, "Length-aware scheduling: the device plan").
+/// persistent: bench/NOTES.md, "Length-aware scheduling: the device plan"). A 32-row kernel
+/// (several new tokens) allows twice that: its persistent form spills (858 bytes of spill stores at head
+/// 256, against 104 for the plain one), so its blocks without an item cost less than its tokens' slower
+/// fold (bench/NOTES.md, "Per-sequence query rows").
 /// Every uniform shape of bench_decode stays under it.
 inline bool loose_bound(const DecodePlan& plan)
 {
-  return plan.capacity.items > static_cast<std::size_t>(plan_budget_waves) * static_cast<std::size_t>(plan.model.wave_blocks);
+  const int waves = plan.head_split.kernel_rows > 8 ? 2 * plan_budget_waves : plan_budget_waves;
+  return plan.capacity.items > static_cast<std::size_t>(waves) * static_cast<std::size_t>(plan.model.wave_blocks);
 }
 
 /// The grid. Persistent (a launch captured in a graph, whose replays may fold far fewer items than the
