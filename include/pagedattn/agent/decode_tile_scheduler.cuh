@@ -187,8 +187,10 @@ private:
   PAGEDATTN_DEVICE Assignment AssignPlain(Prefetch&& prefetch)
   {
     const DecodePlanParams& q = p_.plan;
-    // The lengths first: their round trip overlaps everything up to the check.
-    const bool first_at_bound = static_cast<int>(threadIdx.x) < q.num_seqs ? planned_length(q, threadIdx.x).at_bound : true;
+    // The lengths first: their round trip overlaps everything up to the check. (The offsets are read at the
+    // check: a branch on them here would wait for the length where it stands.)
+    const bool has_first = static_cast<int>(threadIdx.x) < q.num_seqs;
+    const int first_len = has_first ? q.seq_lens[threadIdx.x] : q.max_seq_len;
     const PlannedLaunch uniform = plan_.UniformLaunchOf();
     const bool uniform_one_wave = CombinesInOneWave(uniform);
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
@@ -206,7 +208,7 @@ private:
     const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
     const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
     if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
-    bool mine = first_at_bound;
+    bool mine = !has_first || planned_length(q, threadIdx.x, first_len).at_bound;
     for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= planned_length(q, i).at_bound; }
     if (__syncthreads_and(mine))
     {
