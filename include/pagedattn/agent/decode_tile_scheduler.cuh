@@ -20,7 +20,8 @@ namespace pagedattn {
 /// and first token (integer divisions by runtime values: worked out while the block waits for a load where it
 /// can). Under a sliding window the partitions start at the rows' fold start (window_fold_start; an invalid
 /// length has none). PlaceOf gives the span of q_len rows; WithQueryOffsets the sequence's own, from the
-/// offsets, once the item is taken (the offsets stay off the path to the first copies).
+/// offsets, once a planned item is taken (a launch with offsets is always planned: the plain launch's
+/// uniform fast path has none of their code).
 struct ItemPlace {
   int seq, kv_head, first_row, rows, first_token;
   QuerySpan span;
@@ -50,19 +51,21 @@ public:
   template <bool Persistent, class Prefetch, class RunItem>
   PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
   {
-    // Every item reaches the callback with its sequence's own query rows (WithQueryOffsets).
-    auto run_placed = [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave,
-                          bool prefetched) { run_item(item, WithQueryOffsets(place), index, partition_tokens, one_wave, prefetched); };
     if constexpr (!Persistent)
     {
-      const Assignment a = AssignPlain(prefetch);
-      if (a.kind == Assignment::fold) { run_placed(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      const Assignment a = AssignPlain(prefetch); // (its place has the sequence's own query rows)
+      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (OneWaveCapable)
       {
         if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
       }
     }
-    else { RunTickets(run_placed); }
+    else
+    {
+      auto run_placed = [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave,
+                            bool prefetched) { run_item(item, WithQueryOffsets(place), index, partition_tokens, one_wave, prefetched); };
+      RunTickets(run_placed);
+    }
   }
 
 private:
@@ -173,12 +176,12 @@ private:
     bool one_wave, prefetched;
   };
 
-  /// A plain launch: a block per item of the bound. A batch whose every sequence is at the bound (length
-  /// max_seq_len, q_len query rows: PlannedLength; the batch the host planned for: its partition size, its
-  /// grid, its one-wave decision) takes the host's plan with no planning at all: the block reads the lengths
-  /// while it prefetches its item's block ids and draws its ticket, and one barrier says whether every
-  /// sequence is at the bound. Any other batch is planned
-  /// (AgentDecodePlan), its first ticket the one drawn with the check (a second draw would leave an item
+  /// A plain launch: a block per item of the bound. A batch without query offsets whose every length is
+  /// max_seq_len (the batch the host planned for: its partition size, its grid, its one-wave decision) takes
+  /// the host's plan with no planning at all: the block reads the lengths while it prefetches its item's
+  /// block ids and draws its ticket, and one barrier says whether every length is the bound. Any other batch
+  /// is planned (AgentDecodePlan: with offsets every sequence at the bound still gets the host's plan,
+  /// PlannedLength), its first ticket the one drawn with the check (a second draw would leave an item
   /// without a block).
   ///
   /// prefetch(place, partition_tokens) stages the guessed item's block ids (the fold's Prefetch) while the
@@ -187,10 +190,8 @@ private:
   PAGEDATTN_DEVICE Assignment AssignPlain(Prefetch&& prefetch)
   {
     const DecodePlanParams& q = p_.plan;
-    // The lengths first: their round trip overlaps everything up to the check. (The offsets are read at the
-    // check: a branch on them here would wait for the length where it stands.)
-    const bool has_first = static_cast<int>(threadIdx.x) < q.num_seqs;
-    const int first_len = has_first ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    // The lengths first: their round trip overlaps everything up to the check.
+    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
     const PlannedLaunch uniform = plan_.UniformLaunchOf();
     const bool uniform_one_wave = CombinesInOneWave(uniform);
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
@@ -208,8 +209,11 @@ private:
     const bool within_budget = static_cast<unsigned long long>(blockIdx.x) < q.item_budget;
     const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
     if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
-    bool mine = !has_first || planned_length(q, threadIdx.x, first_len).at_bound;
-    for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= planned_length(q, i).at_bound; }
+    // A launch with query offsets is always planned (a batch at the bound gets the host's plan there too), so
+    // the check compares lengths alone and the fast path carries none of the offsets' code: inlined on it,
+    // unexecuted, that code cost 1x1000 at head 256 ~0.3-0.5 us (bench/NOTES.md, "Per-sequence query rows").
+    bool mine = !q.query_start_loc && first_len == q.max_seq_len;
+    for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= q.seq_lens[i] == q.max_seq_len; }
     if (__syncthreads_and(mine))
     {
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
@@ -237,7 +241,7 @@ private:
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
       const PlannedItem item = plan_.ItemAt(blockIdx.x);
-      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
+      return {Assignment::fold, item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), blockIdx.x, launch.partition_tokens, true, false};
     }
     if (threadIdx.x == 0 && !drew_ticket) { TakeTicket</*WaitForInit=*/true>(); }
     __syncthreads();
@@ -245,7 +249,7 @@ private:
     if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
     PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
     const PlannedItem item = plan_.ItemAt(ticket);
-    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
+    return {Assignment::fold, item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), ticket, launch.partition_tokens, false, false};
   }
 
   Plan& plan_;
