@@ -334,15 +334,16 @@ struct PlannedLength {
   int len;
   bool at_bound;
 };
-PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq)
+/// `len`: seq_lens[seq], loaded by the caller.
+PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq, int len)
 {
-  const int len = p.seq_lens[seq];
   if (!p.query_start_loc) { return {len, len == p.max_seq_len}; }
   const QuerySpan rows = query_span(p.query_start_loc, seq, p.q_len, p.num_query_rows);
   if (!rows.valid) { return {-1, false}; }
   if (rows.count == 0) { return {0, false}; }
   return {len, len == p.max_seq_len && rows.count == p.q_len};
 }
+PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq) { return planned_length(p, seq, p.seq_lens[seq]); }
 
 /// The host's bound on what a planned launch may need.
 struct ScheduleCapacity {

@@ -20,8 +20,7 @@ namespace pagedattn {
 /// and first token (integer divisions by runtime values: worked out while the block waits for a load where it
 /// can). Under a sliding window the partitions start at the rows' fold start (window_fold_start; an invalid
 /// length has none). PlaceOf gives the span of q_len rows; WithQueryOffsets the sequence's own, from the
-/// offsets, once a planned item is taken (a launch with offsets is always planned: the plain launch's
-/// uniform fast path has none of their code).
+/// offsets, once the item is taken (the offsets stay off the path to the first copies).
 struct ItemPlace {
   int seq, kv_head, first_row, rows, first_token;
   QuerySpan span;
@@ -51,21 +50,19 @@ public:
   template <bool Persistent, class Prefetch, class RunItem>
   PAGEDATTN_DEVICE void Run(Prefetch&& prefetch, RunItem&& run_item)
   {
+    // Every item reaches the callback with its sequence's own query rows (WithQueryOffsets).
+    auto run_placed = [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave,
+                          bool prefetched) { run_item(item, WithQueryOffsets(place), index, partition_tokens, one_wave, prefetched); };
     if constexpr (!Persistent)
     {
-      const Assignment a = AssignPlain(prefetch); // (its place has the sequence's own query rows)
-      if (a.kind == Assignment::fold) { run_item(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
+      const Assignment a = AssignPlain(prefetch);
+      if (a.kind == Assignment::fold) { run_placed(a.item, a.place, a.index, a.partition_tokens, a.one_wave, a.prefetched); }
       if constexpr (OneWaveCapable)
       {
         if (a.kind == Assignment::barrier_only) { GridBarrier::Sync(); } // every block arrives once
       }
     }
-    else
-    {
-      auto run_placed = [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave,
-                            bool prefetched) { run_item(item, WithQueryOffsets(place), index, partition_tokens, one_wave, prefetched); };
-      RunTickets(run_placed);
-    }
+    else { RunTickets(run_placed); }
   }
 
 private:
@@ -191,7 +188,8 @@ private:
   {
     const DecodePlanParams& q = p_.plan;
     // The lengths first: their round trip overlaps everything up to the check.
-    const int first_len = static_cast<int>(threadIdx.x) < q.num_seqs ? q.seq_lens[threadIdx.x] : q.max_seq_len;
+    const bool has_first = static_cast<int>(threadIdx.x) < q.num_seqs;
+    const int first_len = has_first ? q.seq_lens[threadIdx.x] : q.max_seq_len;
     const PlannedLaunch uniform = plan_.UniformLaunchOf();
     const bool uniform_one_wave = CombinesInOneWave(uniform);
     // Speculation: the item of this block's index (the one-wave item, and mostly the ticket's too).
@@ -210,9 +208,9 @@ private:
     const bool drew_ticket = !uniform_one_wave && (within_budget || p_.cooperative);
     if (threadIdx.x == 0 && drew_ticket) { TakeTicket</*WaitForInit=*/true>(); } // with the check: its atomic overlaps the lengths' loads
     // A launch with query offsets is always planned (a batch at the bound gets the host's plan there too), so
-    // the check compares lengths alone and the fast path carries none of the offsets' code: inlined on it,
-    // unexecuted, that code cost 1x1000 at head 256 ~0.3-0.5 us (bench/NOTES.md, "Per-sequence query rows").
-    bool mine = !q.query_start_loc && first_len == q.max_seq_len;
+    // the check compares lengths alone: the offsets' reading inlined here, even unexecuted, cost 1x1000 at
+    // head 256 ~0.3 us (bench/NOTES.md, "Per-sequence query rows").
+    bool mine = !q.query_start_loc && (!has_first || first_len == q.max_seq_len);
     for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= q.seq_lens[i] == q.max_seq_len; }
     if (__syncthreads_and(mine))
     {
@@ -241,7 +239,7 @@ private:
       PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
       if (static_cast<int>(blockIdx.x) >= launch.total_items) { return {Assignment::barrier_only, {}, {}, 0, 0, false, false}; }
       const PlannedItem item = plan_.ItemAt(blockIdx.x);
-      return {Assignment::fold, item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), blockIdx.x, launch.partition_tokens, true, false};
+      return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), blockIdx.x, launch.partition_tokens, true, false};
     }
     if (threadIdx.x == 0 && !drew_ticket) { TakeTicket</*WaitForInit=*/true>(); }
     __syncthreads();
@@ -249,7 +247,7 @@ private:
     if (ticket >= static_cast<unsigned>(launch.total_items)) { return {Assignment::none, {}, {}, 0, 0, false, false}; }
     PAGEDATTN_TRACE_POINT(TracePoint::work_item_chosen);
     const PlannedItem item = plan_.ItemAt(ticket);
-    return {Assignment::fold, item, WithQueryOffsets(PlaceOf(item, launch.partition_tokens)), ticket, launch.partition_tokens, false, false};
+    return {Assignment::fold, item, PlaceOf(item, launch.partition_tokens), ticket, launch.partition_tokens, false, false};
   }
 
   Plan& plan_;
