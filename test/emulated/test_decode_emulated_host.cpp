@@ -337,7 +337,10 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     constexpr bool P = decltype(persistent_tag)::value;
     using KvLayout = decltype(layout);
     with_one_of(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
-      run(detail::DecodeKernel<DecodeTraits<T, HeadDim, decltype(rows)::value, Policy, KvT, KvLayout, Variant>, Chain, P>{});
+      using Traits = DecodeTraits<T, HeadDim, decltype(rows)::value, Policy, KvT, KvLayout, Variant>;
+      // As the dispatch: a launch with query offsets runs the kernel compiled with their code.
+      if (a.query_start_loc) { run(detail::DecodeKernel<Traits, Chain, P, true>{}); }
+      else { run(detail::DecodeKernel<Traits, Chain, P, false>{}); }
     });
   };
   auto run_layout = [&](auto persistent_tag) {

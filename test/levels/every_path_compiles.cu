@@ -16,23 +16,24 @@ using BIV100 = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV10
 using Vllm = pagedattn::VllmKvLayout;
 using TokenRows = pagedattn::TokenRowsKvLayout;
 
-template <class T, int HeadDim, int Rows, class KvT, class KvLayout, class Chain, class Policy, bool Persistent>
+template <class T, int HeadDim, int Rows, class KvT, class KvLayout, class Chain, class Policy, bool Persistent, bool QueryOffsets>
 const void* kernel_of()
 {
   return reinterpret_cast<const void*>(
-      pagedattn::detail::DecodeKernel<pagedattn::DecodeTraits<T, HeadDim, Rows, Policy, KvT, KvLayout>, Chain, Persistent>::function());
+      pagedattn::detail::DecodeKernel<pagedattn::DecodeTraits<T, HeadDim, Rows, Policy, KvT, KvLayout>, Chain, Persistent, QueryOffsets>::function());
 }
 
 /// One configuration's kernel under each policy of the default chain, as the dispatch instantiates them (the
 /// policy of the architecture compiled has a body, the other traps), or under the BI-V100 policy alone.
-template <class T, int HeadDim, int Rows, class KvT = T, class KvLayout = Vllm, class Chain = Default, bool Persistent = true>
+template <class T, int HeadDim, int Rows, class KvT = T, class KvLayout = Vllm, class Chain = Default, bool Persistent = true,
+          bool QueryOffsets = false>
 struct Kernels {
-  const void* sm80 = kernel_of<T, HeadDim, Rows, KvT, KvLayout, Chain, pagedattn::PagedAttentionPolicySm80, Persistent>();
-  const void* sm90 = kernel_of<T, HeadDim, Rows, KvT, KvLayout, Chain, pagedattn::PagedAttentionPolicySm90, Persistent>();
+  const void* sm80 = kernel_of<T, HeadDim, Rows, KvT, KvLayout, Chain, pagedattn::PagedAttentionPolicySm80, Persistent, QueryOffsets>();
+  const void* sm90 = kernel_of<T, HeadDim, Rows, KvT, KvLayout, Chain, pagedattn::PagedAttentionPolicySm90, Persistent, QueryOffsets>();
 };
 template <class T, int HeadDim, int Rows>
-struct Kernels<T, HeadDim, Rows, T, Vllm, BIV100, true> {
-  const void* biv100 = kernel_of<T, HeadDim, Rows, T, Vllm, BIV100, pagedattn::PagedAttentionPolicyBIV100, true>();
+struct Kernels<T, HeadDim, Rows, T, Vllm, BIV100, true, false> {
+  const void* biv100 = kernel_of<T, HeadDim, Rows, T, Vllm, BIV100, pagedattn::PagedAttentionPolicyBIV100, true, false>();
 };
 
 } // namespace
@@ -49,6 +50,10 @@ const void* every_path_compiles()
   static const Kernels<__half, 256, 32> fp16_256_32;
   static const Kernels<__half, 256, 32, __half, TokenRows> fp16_256_32_rows;
   static const Kernels<__half, 256, 8, __half, Vllm, Default, /*Persistent=*/false> fp16_256_plain;
+  // Launches with query offsets: a kernel of their own (DecodeKernel's QueryOffsets).
+  static const Kernels<__half, 256, 32, __half, Vllm, Default, /*Persistent=*/true, /*QueryOffsets=*/true> fp16_256_32_offsets;
+  static const Kernels<__half, 256, 32, __half, Vllm, Default, /*Persistent=*/false, /*QueryOffsets=*/true> fp16_256_32_plain_offsets;
+  static const Kernels<float, 96, 8, float, Vllm, Default, /*Persistent=*/true, /*QueryOffsets=*/true> fp32_96_offsets;
   static const Kernels<float, 96, 8> fp32_96;
   static const Kernels<float, 96, 8, float, TokenRows> fp32_96_rows;
   static const Kernels<float, 96, 8, fp8_e4m3> fp32_e4m3;

@@ -24,13 +24,10 @@
 
 namespace pagedattn {
 
+/// AgentDecodePlan's shared memory and cursor, the same for its launches with and without query offsets.
 template <int BlockThreads>
-class AgentDecodePlan {
-public:
+struct DecodePlanStorage {
   static constexpr int max_candidates = 128; ///< partition sizes 32 .. 4096
-  static_assert(BlockThreads >= max_candidates && BlockThreads % max_candidates == 0,
-                "every candidate gets the same number of threads");
-
   /// Needed only while the partition size is chosen (ChooseLaunch).
   struct ChoiceStorage {
     int lens[BlockThreads];                   ///< a chunk of the lengths the model counts (0 where invalid)
@@ -61,6 +58,18 @@ public:
     long long first_group;         ///< group slots of the sequences before the chunk
     int found[4];                  ///< ItemAt(): the sequence that holds the item (in the chunk), its length, scans
   };
+};
+
+/// QueryOffsets: the launch may have query offsets (planned_length); false compiles none of their code.
+template <int BlockThreads, bool QueryOffsets = true>
+class AgentDecodePlan {
+public:
+  static constexpr int max_candidates = DecodePlanStorage<BlockThreads>::max_candidates;
+  static_assert(BlockThreads >= max_candidates && BlockThreads % max_candidates == 0,
+                "every candidate gets the same number of threads");
+  using ChoiceStorage = typename DecodePlanStorage<BlockThreads>::ChoiceStorage;
+  using TempStorage = typename DecodePlanStorage<BlockThreads>::TempStorage;
+  using CursorState = typename DecodePlanStorage<BlockThreads>::CursorState;
 
   PAGEDATTN_DEVICE AgentDecodePlan(TempStorage& temp, CursorState& state, const DecodePlanParams& p, int tokens = 0)
       : temp_(temp), state_(state), p_(p), tokens_(tokens), held_len_(0), held_items_(0), held_groups_(0) {}
@@ -86,7 +95,7 @@ public:
     unsigned long long items_at_cap = 0;
     for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads)
     {
-      const PlannedLength planned = planned_length(p_, i);
+      const PlannedLength planned = planned_length<QueryOffsets>(p_, i);
       const int len = planned.len;
       if (i < BlockThreads) // the first chunk, read once: the cursor's, and what the model counts
       {
@@ -136,7 +145,7 @@ public:
       if (base > 0)
       {
         __syncthreads(); // the previous chunk is counted
-        if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(planned_length(p_, base + threadIdx.x).len); }
+        if (static_cast<int>(threadIdx.x) < n) { choice.lens[threadIdx.x] = valid_len(planned_length<QueryOffsets>(p_, base + threadIdx.x).len); }
         __syncthreads();
       }
       for (int j = lane; j < n; j += lanes)
@@ -299,7 +308,7 @@ private:
   {
     ChoiceStorage& choice = temp_.choice;
     unsigned long long items = 0;
-    for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(planned_length(p_, i).len), t); }
+    for (int i = threadIdx.x; i < p_.num_seqs; i += BlockThreads) { items += items_of(valid_len(planned_length<QueryOffsets>(p_, i).len), t); }
     choice.items[threadIdx.x] = items;
     __syncthreads();
     unsigned long long total = 0;
@@ -327,7 +336,7 @@ private:
     held_len_ = 0;
     if (static_cast<int>(threadIdx.x) < n)
     {
-      held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : planned_length(p_, base + threadIdx.x).len;
+      held_len_ = lens_loaded ? temp_.lens[threadIdx.x] : planned_length<QueryOffsets>(p_, base + threadIdx.x).len;
       const SequenceSchedule s = schedule_of(held_len_, tokens_);
       items = p_.segments_per_seq * s.items_per_seg;
       groups = p_.segments_per_seq * s.groups_per_seg;

@@ -51,7 +51,8 @@ public:
   /// The one-wave combine (cooperative launches) needs room for its staging beside the partial: the
   /// tensor-core fold's storage has it (it is done with it by then), the CUDA-core fold's does not.
   static constexpr bool one_wave_capable = Mainloop::partial_after_storage;
-  using Scheduler = DecodeTileScheduler<PagedAttentionParams<T, KvT>, block_threads, one_wave_capable>;
+  template <bool QueryOffsets>
+  using Scheduler = DecodeTileScheduler<PagedAttentionParams<T, KvT>, block_threads, one_wave_capable, QueryOffsets>;
   using Epilogue = DecodeEpilogue<Traits, block_threads, one_wave_capable>;
   using Combine = typename Epilogue::Combine;
   using SliceCombine = typename Epilogue::SliceCombine;
@@ -108,13 +109,14 @@ public:
   /// - otherwise tickets: a block that looks back waits only on items of smaller tickets, whose blocks
   ///   have started, so any number of resident blocks makes progress.
   /// Persistent: a grid of the resident blocks, each drawing tickets until the items run out; else a block
-  /// per item of the bound, each taking one ticket.
-  template <bool Persistent>
+  /// per item of the bound, each taking one ticket. QueryOffsets: the launch has query offsets (false: none of
+  /// their code is compiled in, bench/NOTES.md, "Per-sequence query rows").
+  template <bool Persistent, bool QueryOffsets>
   PAGEDATTN_DEVICE void Run()
   {
     PAGEDATTN_TRACE_POINT(TracePoint::block_start);
-    Plan plan(temp_.plan(), temp_.cursor, p_.plan);
-    Scheduler scheduler(plan, temp_.ticket, p_);
+    typename Scheduler<QueryOffsets>::Plan plan(temp_.plan(), temp_.cursor, p_.plan);
+    Scheduler<QueryOffsets> scheduler(plan, temp_.ticket, p_);
     scheduler.template Run<Persistent>(
         [&](const ItemPlace& place, int partition_tokens) { Mainloop::Prefetch(temp_.phase.fold, p_, place.seq, place.first_token, partition_tokens); },
         [&](const PlannedItem& item, const ItemPlace& place, unsigned index, int partition_tokens, bool one_wave, bool prefetched) {

@@ -334,16 +334,22 @@ struct PlannedLength {
   int len;
   bool at_bound;
 };
-/// `len`: seq_lens[seq], loaded by the caller.
+/// `len`: seq_lens[seq], loaded by the caller. QueryOffsets false: the launch has none (p.query_start_loc is
+/// null), known at compile time, so that none of the offsets' code is in the kernels of launches without them.
+template <bool QueryOffsets = true>
 PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq, int len)
 {
-  if (!p.query_start_loc) { return {len, len == p.max_seq_len}; }
+  if (!QueryOffsets || !p.query_start_loc) { return {len, len == p.max_seq_len}; }
   const QuerySpan rows = query_span(p.query_start_loc, seq, p.q_len, p.num_query_rows);
   if (!rows.valid) { return {-1, false}; }
   if (rows.count == 0) { return {0, false}; }
   return {len, len == p.max_seq_len && rows.count == p.q_len};
 }
-PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq) { return planned_length(p, seq, p.seq_lens[seq]); }
+template <bool QueryOffsets = true>
+PAGEDATTN_HOST_DEVICE PlannedLength planned_length(const DecodePlanParams& p, int seq)
+{
+  return planned_length<QueryOffsets>(p, seq, p.seq_lens[seq]);
+}
 
 /// The host's bound on what a planned launch may need.
 struct ScheduleCapacity {

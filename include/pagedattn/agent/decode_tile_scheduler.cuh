@@ -28,10 +28,11 @@ struct ItemPlace {
 
 /// Params: the kernel's PagedAttentionParams. BlockThreads: the block's threads. OneWaveCapable: whether the
 /// kernel may combine in one wave (its agent's storage has room for the slice fold, and its policy asks).
-template <class Params, int BlockThreads, bool OneWaveCapable>
+/// QueryOffsets: the launch may have query offsets; false (a launch without them) compiles none of their code.
+template <class Params, int BlockThreads, bool OneWaveCapable, bool QueryOffsets = true>
 class DecodeTileScheduler {
 public:
-  using Plan = AgentDecodePlan<BlockThreads>;
+  using Plan = AgentDecodePlan<BlockThreads, QueryOffsets>;
 
   /// plan: the block's plan of the launch; ticket: a shared word for the drawn ticket.
   PAGEDATTN_DEVICE DecodeTileScheduler(Plan& plan, unsigned& ticket, const Params& p) : plan_(plan), ticket_(ticket), p_(p) {}
@@ -116,7 +117,7 @@ private:
   /// has read them too).
   PAGEDATTN_DEVICE ItemPlace WithQueryOffsets(ItemPlace place) const
   {
-    if (p_.plan.query_start_loc)
+    if (QueryOffsets && p_.plan.query_start_loc)
     {
       place.span = query_span(p_.plan.query_start_loc, place.seq, p_.q_len, p_.plan.num_query_rows);
       place.rows = detail::min_int(place.rows, place.span.count * p_.gqa_ratio - place.first_row);
@@ -210,7 +211,7 @@ private:
     // A launch with query offsets is always planned (a batch at the bound gets the host's plan there too), so
     // the check compares lengths alone: the offsets' reading inlined here, even unexecuted, cost 1x1000 at
     // head 256 ~0.3 us (bench/NOTES.md, "Per-sequence query rows").
-    bool mine = !q.query_start_loc && (!has_first || first_len == q.max_seq_len);
+    bool mine = (!QueryOffsets || !q.query_start_loc) && (!has_first || first_len == q.max_seq_len);
     for (int i = threadIdx.x + BlockThreads; i < q.num_seqs; i += BlockThreads) { mine &= q.seq_lens[i] == q.max_seq_len; }
     if (__syncthreads_and(mine))
     {

@@ -93,8 +93,9 @@ inline constexpr int cached_devices = 64;
 /// One instantiation of the decode kernel and its facts. Traits: a DecodeTraits (agent/decode_traits.cuh).
 /// PolicyChain: the chain whose device_policy compiles the kernel's body (paged_attention_kernel). Persistent:
 /// its grid is the resident blocks, which draw tickets until the items run out; else a block per item (see
-/// choose_grid).
-template <class Traits, class PolicyChain, bool Persistent>
+/// choose_grid). QueryOffsets: for launches with query offsets (DecodeArguments::query_start_loc); the kernel
+/// of launches without them has none of their code.
+template <class Traits, class PolicyChain, bool Persistent, bool QueryOffsets = false>
 struct DecodeKernel {
   using Agent = AgentPagedAttention<Traits>;
   using AgentPolicy = typename Traits::AgentPolicy;
@@ -108,10 +109,11 @@ struct DecodeKernel {
   static constexpr bool one_wave_capable = Agent::one_wave_capable && AgentPolicy::one_wave_combine;
 
   static constexpr bool persistent = Persistent;
+  static constexpr bool query_offsets = QueryOffsets;
 
   static auto function()
   {
-    return paged_attention_kernel<Traits, PolicyChain, Persistent>;
+    return paged_attention_kernel<Traits, PolicyChain, Persistent, QueryOffsets>;
   }
 
   /// Make smem_bytes of dynamic shared memory available, or fail naming the policy and the head size when

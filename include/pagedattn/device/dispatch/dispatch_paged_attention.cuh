@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace pagedattn {
@@ -33,7 +34,8 @@ constexpr bool has_vllm_layout(CacheLayoutList<Layouts...>) { return ((Layouts =
 /// one of the path's KernelRowCounts (head_split); cache_layout's type (agent/kv_cache_layout.cuh) is
 /// instantiated only where Layouts holds that layout (HND and NHD share TokenRowsKvLayout: they differ in
 /// strides only). validate_arguments() has checked head_size against HeadDims, validate_cache_layout() the layout.
-template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, class Layouts, int... HeadDims, class F>
+template <class T, class KvT, class Variant, class PolicyChain, class Policy, bool Persistent, bool QueryOffsets, class Layouts, int... HeadDims,
+          class F>
 cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head_size, int kernel_rows, CacheLayout cache_layout, F&& f)
 {
   cudaError_t result = cudaErrorInvalidValue;
@@ -41,7 +43,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
     constexpr int D = decltype(head_dim)::value;
     using KvLayout = decltype(layout);
     with_one_of(KernelRowCounts<T, Policy, KvT>{}, kernel_rows, [&](auto count) {
-      result = f(DecodeKernel<DecodeTraits<T, D, decltype(count)::value, Policy, KvT, KvLayout, Variant>, PolicyChain, Persistent>{});
+      result = f(DecodeKernel<DecodeTraits<T, D, decltype(count)::value, Policy, KvT, KvLayout, Variant>, PolicyChain, Persistent, QueryOffsets>{});
     });
   };
   with_one_of(std::integer_sequence<int, HeadDims...>{}, head_size, [&](auto head_dim) {
@@ -97,13 +99,20 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
     // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
     // items (loose_bound). Other plain launches: a block per item of the bound.
+    // A launch with query offsets runs a kernel of its own: their code in every kernel cost the latency rows
+    // of launches without them 1-3 % (bench/NOTES.md, "Per-sequence query rows").
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
-    if (capturing || loose_bound(plan))
+    const bool persistent = capturing || loose_bound(plan);
+    auto with_kernel = [&](auto persistent_grid, auto query_offsets) {
+      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, decltype(persistent_grid)::value, decltype(query_offsets)::value, Layouts>(
+          HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
+    };
+    if (a.query_start_loc)
     {
-      return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, true, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
+      return persistent ? with_kernel(std::true_type{}, std::true_type{}) : with_kernel(std::false_type{}, std::true_type{});
     }
-    return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, false, Layouts>(HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
+    return persistent ? with_kernel(std::true_type{}, std::false_type{}) : with_kernel(std::false_type{}, std::false_type{});
   });
 }
 

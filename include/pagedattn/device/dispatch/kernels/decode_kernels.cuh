@@ -19,13 +19,14 @@ constexpr int decode_launch_bound()
 }
 
 /// Traits: a DecodeTraits (agent/decode_traits.cuh). Persistent: a grid of the resident blocks that draw tickets
-/// until the items run out; else a block per item of the host's bound (AgentPagedAttention::Run).
+/// until the items run out; else a block per item of the host's bound (AgentPagedAttention::Run). QueryOffsets:
+/// the launch has query offsets (DecodeArguments::query_start_loc).
 ///
 /// Traits::AgentPolicy is the policy the host planned with: PolicyChain::invoke picks it from the PTX version of
 /// the code the device runs, which is code compiled with PolicyChain::device_policy == that policy. Compiled for any
 /// other architecture this instantiation is never launched, so its body is left out there (a trap, should a
 /// chain break that contract): each architecture compiles its own policy's kernels only.
-template <class Traits, class PolicyChain, bool Persistent>
+template <class Traits, class PolicyChain, bool Persistent, bool QueryOffsets>
 __global__ void
 __launch_bounds__(Traits::AgentPolicy::block_threads, (decode_launch_bound<typename Traits::AgentPolicy, Traits::head_dim, Persistent>()))
 paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<typename Traits::T, typename Traits::KvT> params,
@@ -39,7 +40,7 @@ paged_attention_kernel(const PAGEDATTN_GRID_CONSTANT PagedAttentionParams<typena
     // PartitionFoldTensorCore::TempStorage, and the tensor copies' swizzle 512.) The parameters are a
     // __grid_constant__: the tensor copies take their tensor maps' addresses.
     extern __shared__ __align__(1024) unsigned char paged_attention_smem[];
-    Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params, variant).template Run<Persistent>();
+    Agent(*reinterpret_cast<typename Agent::TempStorage*>(paged_attention_smem), params, variant).template Run<Persistent, QueryOffsets>();
     PAGEDATTN_TRACE_POINT(TracePoint::block_done);
   }
   else
