@@ -27,6 +27,16 @@ using HeadDims = std::integer_sequence<int, 120, 128, 256>; ///< every head size
 using DefaultPolicies = pagedattn::DefaultPagedAttentionPolicies;
 /// --policy biv100: the BI-V100 policy's CUDA-core tile on this GPU, at its 32-lane warps (BI-V100 runs it at 64).
 using BIV100Policies = pagedattn::SinglePolicyChain<pagedattn::PagedAttentionPolicyBIV100>;
+/// Whether a run has the rows with query offsets (ServingShape::query_rows): fp16 with the default policies
+/// only, the run that reports them; the other runs instantiate uniform query rows alone (half the kernels).
+template <class T, class KvT, class Policies>
+inline constexpr bool has_offsets_rows = std::is_same_v<T, __half> && std::is_same_v<KvT, __half> && std::is_same_v<Policies, DefaultPolicies>;
+/// Decode as the benchmark calls it: the head sizes of the rows, every layout, the run's query rows.
+template <class Policies, class QueryRowForms = pagedattn::UniformQueryRows, class T, class KvT>
+cudaError_t decode_call(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& a, cudaStream_t stream = 0)
+{
+  return pagedattn::DevicePagedAttention::Decode<Policies, HeadDims, pagedattn::SupportedCacheLayouts, QueryRowForms>(temp, bytes, a, stream);
+}
 
 struct BenchShape {
   int num_seqs, seq_len, num_heads, num_kv_heads, head_dim;
@@ -180,10 +190,10 @@ Row run_shape(const BenchShape& b, pagedattn::CacheLayout layout, int launches, 
   problem.set_window_left(b.window - 1);
   const pagedattn::DecodeArguments<T, KvT> args = problem.arguments();
   std::size_t temp_bytes = 0;
-  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
+  PAGEDATTN_CHECK((decode_call<Policies>(nullptr, temp_bytes, args)));
   paged_decode::DeviceArray<char> temp(temp_bytes);
   auto decode = [&] {
-    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+    PAGEDATTN_CHECK((decode_call<Policies>(temp.get(), temp_bytes, args, stream)));
   };
 
   decode(); // the output starts as NaN: this launch's result is the one checked
@@ -236,7 +246,7 @@ double split_launches_us(const paged_decode::PagedDecodeProblem<T, KvT>& problem
     a.query_start_loc = nullptr;
     a.num_query_rows = 0;
     std::size_t bytes = 0;
-    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, bytes, a)));
+    PAGEDATTN_CHECK((decode_call<Policies>(nullptr, bytes, a)));
     temp_bytes = std::max(temp_bytes, bytes);
     splits.push_back(a);
   }
@@ -245,7 +255,7 @@ double split_launches_us(const paged_decode::PagedDecodeProblem<T, KvT>& problem
     for (const auto& a : splits)
     {
       std::size_t bytes = temp_bytes;
-      PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), bytes, a, stream)));
+      PAGEDATTN_CHECK((decode_call<Policies>(temp.get(), bytes, a, stream)));
     }
   };
   return paged_decode::median_launch_us(launch_splits, launches, stream, &flush);
@@ -256,6 +266,7 @@ template <class T, class KvT, class Policies>
 Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launches, double copy_gbps, const paged_decode::L2Flush& flush,
                 cudaStream_t stream)
 {
+  using Q = std::conditional_t<has_offsets_rows<T, KvT, Policies>, pagedattn::SupportedQueryRows, pagedattn::UniformQueryRows>;
   const int longest = *std::max_element(sh.lens.begin(), sh.lens.end());
   const int most_rows = sh.query_rows.empty() ? 1 : *std::max_element(sh.query_rows.begin(), sh.query_rows.end());
   const paged_decode::DecodeShape shape{int(sh.lens.size()), sh.bound, 24, 4, 256, block_size, layout, most_rows};
@@ -267,11 +278,11 @@ Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launc
   pagedattn::DecodeArguments<T, KvT> fresh_args = args;
   fresh_args.max_seq_len = longest;
   std::size_t temp_bytes = 0, fresh_bytes = 0;
-  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, temp_bytes, args)));
-  PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(nullptr, fresh_bytes, fresh_args)));
+  PAGEDATTN_CHECK((decode_call<Policies, Q>(nullptr, temp_bytes, args)));
+  PAGEDATTN_CHECK((decode_call<Policies, Q>(nullptr, fresh_bytes, fresh_args)));
   paged_decode::DeviceArray<char> temp(std::max(temp_bytes, fresh_bytes));
   auto fresh = [&] {
-    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), fresh_bytes, fresh_args, stream)));
+    PAGEDATTN_CHECK((decode_call<Policies, Q>(temp.get(), fresh_bytes, fresh_args, stream)));
   };
 
   cudaGraphExec_t exec = nullptr;
@@ -280,7 +291,7 @@ Row run_serving(const ServingShape& sh, pagedattn::CacheLayout layout, int launc
   {
     cudaGraph_t graph;
     PAGEDATTN_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    PAGEDATTN_CHECK((pagedattn::DevicePagedAttention::Decode<Policies, HeadDims>(temp.get(), temp_bytes, args, stream)));
+    PAGEDATTN_CHECK((decode_call<Policies, Q>(temp.get(), temp_bytes, args, stream)));
     PAGEDATTN_CHECK(cudaStreamEndCapture(stream, &graph));
     PAGEDATTN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     PAGEDATTN_CHECK(cudaGraphDestroy(graph));
@@ -378,8 +389,16 @@ int run(const Options& o)
 
   auto row_name = [](const BenchShape& b) { return shape_name(b) + "@" + heads_name(b) + "/" + std::to_string(b.head_dim); };
   const std::vector<ServingShape> serving = serving_shapes();
+  // The rows with query offsets run where they are instantiated (has_offsets_rows): skipped elsewhere, an
+  // error where asked for by name.
+  auto runs_row = [](const ServingShape& sh) { return sh.query_rows.empty() || has_offsets_rows<T, KvT, Policies>; };
   for (const std::string& wanted : o.only)
   {
+    if (std::any_of(serving.begin(), serving.end(), [&](const ServingShape& sh) { return sh.name == wanted && !runs_row(sh); }))
+    {
+      std::fprintf(stderr, "--shape %s: the rows with query offsets run with --dtype fp16 --policy default only\n", wanted.c_str());
+      return 2;
+    }
     if (std::none_of(std::begin(shapes), std::end(shapes), [&](const BenchShape& b) { return row_name(b) == wanted; }) &&
         std::none_of(serving.begin(), serving.end(), [&](const ServingShape& sh) { return sh.name == wanted; }))
     {
@@ -412,6 +431,7 @@ int run(const Options& o)
   for (const ServingShape& sh : serving)
   {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), sh.name) == o.only.end()) { continue; }
+    if (!runs_row(sh)) { continue; }
     Row r = run_serving<T, KvT, Policies>(sh, layout_of(o), launches, copy_gbps, flush, stream);
     r.pct_read = 100.0 * r.gbps / read_gbps;
     print_row(r);

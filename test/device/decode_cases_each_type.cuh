@@ -202,7 +202,7 @@ TEST_CASE("decode " DTYPE ": per-sequence new tokens (query_start_loc), with the
       }
       INFO(s.describe());
       test::DeviceDecode<T> dd(s, seed + combo);
-      const auto out = dd.run();
+      const auto out = dd.run_per_sequence();
       const double err = dd.worst_error(out);
       test::report("per-sequence new tokens", DTYPE, err);
       CHECK(err < test::tolerance<T>());
@@ -223,7 +223,7 @@ TEST_CASE("decode " DTYPE ": per-sequence new tokens (query_start_loc), with the
   for (int i = 0; i < 16; ++i) { s.query_rows.push_back(i % 5 == 4 ? 0 : i % 2 ? 1 : 4); }
   s.max_seq_len_override = 100000;
   test::DeviceDecode<T> dd(s, seed + 99);
-  const auto out = dd.run();
+  const auto out = dd.run_per_sequence();
   const double err = dd.worst_error(out);
   test::report("per-sequence new tokens", DTYPE, err);
   CHECK(err < test::tolerance<T>());
@@ -242,7 +242,7 @@ TEST_CASE("decode " DTYPE ": offsets of q_len rows each give the bits of the uni
     const auto expected = uniform.run();
     s.query_rows.assign(s.seq_lens.size(), q_len);
     test::DeviceDecode<T> offsets(s, seed + q_len);
-    REQUIRE(test::bitwise_equal(offsets.run(), expected));
+    REQUIRE(test::bitwise_equal(offsets.run_per_sequence(), expected));
   }
 }
 

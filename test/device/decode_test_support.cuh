@@ -282,20 +282,32 @@ struct DeviceDecode {
 
   /// Poison the output, run Decode (sizing and allocating temp storage), return the output.
   /// Layouts: the cache layouts instantiated (vLLM's only unless a test asks: half the tensor-core kernels).
+  /// QueryRowForms: uniform query rows unless a test of query offsets asks (PerSequenceQueryRows).
   template <class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class HeadDims = pagedattn::SupportedHeadDims,
-            class Layouts = pagedattn::VllmCacheLayout, class Epilogue = pagedattn::IdentityOutputEpilogue>
+            class Layouts = pagedattn::VllmCacheLayout, class QueryRowForms = pagedattn::UniformQueryRows,
+            class Epilogue = pagedattn::IdentityOutputEpilogue>
   std::vector<T> run(cudaStream_t stream = 0, const Epilogue& epilogue = {})
   {
     const auto a = arguments(epilogue);
     std::size_t bytes = 0;
-    REQUIRE((pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(nullptr, bytes, a)) == cudaSuccess);
+    {
+      const cudaError_t sized = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts, QueryRowForms>(nullptr, bytes, a);
+      INFO(pagedattn::last_error_message());
+      REQUIRE(sized == cudaSuccess);
+    }
     DeviceBuffer<char> temp(bytes);
     output.poison();
-    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts>(temp.get(), bytes, a, stream);
+    const cudaError_t err = pagedattn::DevicePagedAttention::Decode<PolicyChain, HeadDims, Layouts, QueryRowForms>(temp.get(), bytes, a, stream);
     INFO(pagedattn::last_error_message());
     REQUIRE(err == cudaSuccess);
     CUDA_CHECK_LAUNCH();
     return output.download();
+  }
+
+  /// run() of a shape with query_rows (query offsets): the kernels of per-sequence query rows, every head size.
+  std::vector<T> run_per_sequence(cudaStream_t stream = 0)
+  {
+    return run<pagedattn::DefaultPagedAttentionPolicies, pagedattn::SupportedHeadDims, pagedattn::VllmCacheLayout, pagedattn::PerSequenceQueryRows>(stream);
   }
 
   /// fp64 reference of one (sequence, head), of new token i of the sequence (DecodeShape::q_len).
@@ -407,12 +419,13 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b)
 }
 
 /// DevicePagedAttention::Decode with every head size and vLLM's cache layout only (the tests of other
-/// layouts instantiate theirs: each set of layouts is a set of kernels to compile).
-template <class T, class KvT>
+/// layouts instantiate theirs: each set of layouts is a set of kernels to compile), uniform query rows unless
+/// a test of query offsets asks.
+template <class QueryRowForms = pagedattn::UniformQueryRows, class T, class KvT>
 cudaError_t decode_vllm(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& a, cudaStream_t stream = 0)
 {
   return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, pagedattn::SupportedHeadDims,
-                                                 pagedattn::VllmCacheLayout>(temp, bytes, a, stream);
+                                                 pagedattn::VllmCacheLayout, QueryRowForms>(temp, bytes, a, stream);
 }
 
 /// A batch for the decode variants on one more path: one token, a partition's worth, an empty sequence and
@@ -455,7 +468,7 @@ double check_decode_with_gate(const DecodeShape& s, std::uint64_t seed)
   std::uniform_real_distribution<float> uniform(-4.f, 4.f);
   for (float& g : gates) { g = uniform(rng); }
   DeviceBuffer<float> d_gates(gates);
-  const auto out = dd.template run<PolicyChain, HeadDims, Layouts>(0, SigmoidGateEpilogue{d_gates.get(), s.num_heads, s.head_size});
+  const auto out = dd.template run<PolicyChain, HeadDims, Layouts, pagedattn::UniformQueryRows>(0, SigmoidGateEpilogue{d_gates.get(), s.num_heads, s.head_size});
   double worst = 0;
   for (int row = 0; row < dd.prob.num_seqs * s.q_len; ++row)
   {
@@ -484,11 +497,11 @@ double check_decode_with_gate(const DecodeShape& s, std::uint64_t seed)
 /// Run one shape and require the worst error under the dtype's tolerance; returns the error.
 /// HeadDims: the head sizes to instantiate (fewer compile faster; s.head_size must be one of them).
 template <class T, class PolicyChain = pagedattn::DefaultPagedAttentionPolicies, class KvT = T, class HeadDims = pagedattn::SupportedHeadDims,
-          class Layouts = pagedattn::VllmCacheLayout>
+          class Layouts = pagedattn::VllmCacheLayout, class QueryRowForms = pagedattn::UniformQueryRows>
 double check_decode(const DecodeShape& s, std::uint64_t seed)
 {
   DeviceDecode<T, KvT> dd(s, seed);
-  const auto out = dd.template run<PolicyChain, HeadDims, Layouts>();
+  const auto out = dd.template run<PolicyChain, HeadDims, Layouts, QueryRowForms>();
   const double err = dd.worst_error(out);
   INFO(pagedattn::ElementTraits<T>::name << "/" << pagedattn::ElementTraits<KvT>::name << " heads " << s.num_heads << "/" << s.num_kv_heads << " head_size " << s.head_size
                                          << " block " << s.block_size << " alibi " << s.alibi << " layout " << int(s.cache_layout)

@@ -198,19 +198,19 @@ TEST_CASE("decode fp16: a skewed batch (one long sequence, many short ones) agai
 /// Captures one decode of dd's arguments in a CUDA graph (as vLLM captures its decode step, under a bound),
 /// then for each of `steps` steps: step(i) rewrites the device inputs in place (and dd's shape, for the
 /// reference) and says what it wrote, the graph replays, and its output must equal a fresh launch's bit for bit
-/// and the fp64 reference.
-template <class Step>
+/// and the fp64 reference. QueryRowForms: PerSequenceQueryRows for dd with query offsets.
+template <class QueryRowForms = pagedattn::UniformQueryRows, class Step>
 void check_graph_replays(test::DeviceDecode<T>& dd, int steps, Step&& step)
 {
   const auto args = dd.arguments();
   std::size_t bytes = 0;
-  REQUIRE(test::decode_vllm(nullptr, bytes, args) == cudaSuccess);
+  REQUIRE(test::decode_vllm<QueryRowForms>(nullptr, bytes, args) == cudaSuccess);
   test::DeviceBuffer<char> graph_temp(bytes), fresh_temp(bytes);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  REQUIRE(test::decode_vllm(graph_temp.get(), bytes, args, stream) == cudaSuccess);
+  REQUIRE(test::decode_vllm<QueryRowForms>(graph_temp.get(), bytes, args, stream) == cudaSuccess);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -222,7 +222,7 @@ void check_graph_replays(test::DeviceDecode<T>& dd, int steps, Step&& step)
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto replayed = dd.output.download();
     dd.output.poison();
-    REQUIRE(test::decode_vllm(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
+    REQUIRE(test::decode_vllm<QueryRowForms>(fresh_temp.get(), bytes, args, stream) == cudaSuccess);
     CUDA_CHECK(cudaStreamSynchronize(stream));
     REQUIRE(test::bitwise_equal(replayed, dd.output.download())); // each replay equals a fresh launch
     REQUIRE(dd.worst_error(replayed) < test::tolerance<T>());
@@ -264,7 +264,7 @@ TEST_CASE("decode fp16: one captured graph, replayed with new query offsets and 
   test::DeviceDecode<T> dd(s, seed);
   const std::vector<std::pair<std::vector<int>, std::vector<int>>> replays = {
       {{1, 0, 4, 2}, {3000, 17, 1000, 2}}, {{4, 4, 4, 4}, {3000, 3000, 3000, 3000}}, {{0, 0, 0, 3}, {5, 3000, 0, 2999}}, {{2, 3, 0, 1}, {1, 2, 3, 4}}};
-  check_graph_replays(dd, int(replays.size()), [&](int i) {
+  check_graph_replays<pagedattn::PerSequenceQueryRows>(dd, int(replays.size()), [&](int i) {
     const auto& [rows, lens] = replays[std::size_t(i)];
     dd.prob.shape.query_rows = rows;
     dd.prob.shape.seq_lens = lens; // the reference of these rows and lengths
@@ -356,7 +356,7 @@ TEST_CASE("decode fp16: invalid query offsets give NaN in the rows they name and
   s.query_rows = {2, 4, 1, 3, 0, 2};
   s.spare_query_rows = 2; // 14 rows
   test::DeviceDecode<T> dd(s, test::test_seed() + 710);
-  const auto good = dd.run();
+  const auto good = dd.run_per_sequence();
   REQUIRE(dd.worst_error(good) < test::tolerance<T>());
   REQUIRE(dd.error_count.download()[0] == 0u);
   // Sequence 1 given rows 2 .. 7 (five, more than q_len: NaN in its first four, 2 .. 5), sequence 5 rows
@@ -364,7 +364,7 @@ TEST_CASE("decode fp16: invalid query offsets give NaN in the rows they name and
   // nobody's and keeps the poison.
   dd.query_start_loc.upload(std::vector<int>{0, 2, 7, 8, 10, 10, 15});
   CUDA_CHECK(cudaMemset(dd.error_count.get(), 0, sizeof(unsigned)));
-  const auto out = dd.run();
+  const auto out = dd.run_per_sequence();
   const std::size_t per_row = std::size_t(s.num_heads) * s.head_size;
   auto rows = [&](int first, int count, auto&& ok) {
     for (std::size_t i = first * per_row; i < (first + count) * per_row; ++i)
@@ -417,6 +417,15 @@ TEST_CASE("decode fp16: bad host arguments return cudaErrorInvalidValue naming t
   { auto b = a; b.q_len = pagedattn::max_q_len + 1; expect_error(b, "q_len"); }
   { auto b = a; b.query_start_loc = dd.seq_lens.get(); b.num_query_rows = -1; expect_error(b, "num_query_rows"); }
   { auto b = a; b.num_query_rows = 4; expect_error(b, "num_query_rows"); } // without query_start_loc
+  // A form of query rows the call did not instantiate: offsets where decode_vllm has uniform rows only, and
+  // none where only per-sequence rows are.
+  { auto b = a; b.query_start_loc = dd.seq_lens.get(); b.num_query_rows = 1; expect_error(b, "QueryRowForms"); }
+  {
+    std::size_t b = 1 << 20;
+    test::DeviceBuffer<char> temp(b);
+    CHECK(test::decode_vllm<pagedattn::PerSequenceQueryRows>(temp.get(), b, a) == cudaErrorInvalidValue);
+    CHECK(pagedattn::last_error_message().find("query_start_loc is null") != std::string::npos);
+  }
   {
     std::size_t small = 8;
     test::DeviceBuffer<char> temp(small);

@@ -140,7 +140,12 @@ TEST_CASE("decode fp8: logit soft-cap, attention sinks, sliding windows, several
       test::DecodeShape s = test::variants_shape(head_size, /*alibi=*/head_size == 128, window_left, q_len);
       if (config == 3) { s.query_rows = {3, 0, 4, 1}; } // (query_start_loc)
       INFO("head " << head_size << " window_left " << window_left << " q_len " << q_len << " per-sequence rows " << !s.query_rows.empty());
-      test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size + window_left + q_len);
+      if (config == 3)
+      {
+        test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes, pagedattn::VllmCacheLayout, pagedattn::PerSequenceQueryRows>(
+            s, seed + head_size + window_left + q_len);
+      }
+      else { test::check_decode<__half, Default, fp8_e4m3, TwoHeadSizes>(s, seed + head_size + window_left + q_len); }
     }
   }
 }

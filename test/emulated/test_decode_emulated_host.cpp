@@ -243,7 +243,10 @@ struct Inputs {
 /// the launch from the lengths) on the emulated machine with a persistent grid of `grid_blocks` blocks.
 /// persistent = false: the plain launch instead (a block per item of the bound, `grid_blocks` of them
 /// resident at once), whose blocks first try the uniform fast path (AgentPagedAttention::RunIfUniform).
-template <class Policy, int HeadDim, class T, class KvT, class Epilogue = IdentityOutputEpilogue, class ScoreVariant = DefaultScoreVariant>
+/// QueryOffsets: the kernels of launches with query offsets (the problem's query_rows), as the dispatch
+/// runs them; else those without.
+template <class Policy, int HeadDim, bool QueryOffsets = false, class T, class KvT, class Epilogue = IdentityOutputEpilogue,
+          class ScoreVariant = DefaultScoreVariant>
 RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_blocks, int sm_count, unsigned chaos_seed = 0,
                        int stall_milliseconds = 0, bool persistent = true, const Epilogue& epilogue = {},
                        const ScoreVariant& score_variant = {})
@@ -289,6 +292,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
   a.partition_tokens = s.partition_tokens;
 
   REQUIRE((detail::validate_arguments<T, SupportedHeadDims>(a)) == cudaSuccess);
+  REQUIRE(QueryOffsets == (a.query_start_loc != nullptr));
   REQUIRE((detail::validate_partition_tokens<Policy>(a)) == cudaSuccess);
   detail::DecodePlan plan = detail::make_plan<Policy>(a, sm_count);
   REQUIRE(detail::validate_plan(plan) == cudaSuccess);
@@ -338,9 +342,7 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
     using KvLayout = decltype(layout);
     with_one_of(detail::KernelRowCounts<T, Policy, KvT>{}, plan.head_split.kernel_rows, [&](auto rows) {
       using Traits = DecodeTraits<T, HeadDim, decltype(rows)::value, Policy, KvT, KvLayout, Variant>;
-      // As the dispatch: a launch with query offsets runs the kernel compiled with their code.
-      if (a.query_start_loc) { run(detail::DecodeKernel<Traits, Chain, P, true>{}); }
-      else { run(detail::DecodeKernel<Traits, Chain, P, false>{}); }
+      run(detail::DecodeKernel<Traits, Chain, P, QueryOffsets>{});
     });
   };
   auto run_layout = [&](auto persistent_tag) {
@@ -357,12 +359,12 @@ RunResult run_emulated(const Problem& prob, const Inputs<T, KvT>& in, int grid_b
 }
 
 /// The fp32 launch of the problem as it is.
-template <class Policy, int HeadDim = 64>
+template <class Policy, int HeadDim = 64, bool QueryOffsets = false>
 RunResult run_emulated(const Problem& prob, int grid_blocks, int sm_count, unsigned chaos_seed = 0, int stall_milliseconds = 0,
                        bool persistent = true)
 {
   const Inputs<float, float> in{prob.query, prob.key, prob.value, {}, {}, 0};
-  return run_emulated<Policy, HeadDim>(prob, in, grid_blocks, sm_count, chaos_seed, stall_milliseconds, persistent);
+  return run_emulated<Policy, HeadDim, QueryOffsets>(prob, in, grid_blocks, sm_count, chaos_seed, stall_milliseconds, persistent);
 }
 
 /// An fp8 cache for the problem's tokens: every element a random byte of the format below 2 in magnitude
@@ -598,7 +600,7 @@ TEST_CASE("decode, emulated on the host: per-sequence new tokens (query_start_lo
   const Problem prob(shape, 37);
   for (bool persistent : {true, false})
   {
-    const RunResult r = run_emulated<EmulatedPolicy>(prob, persistent ? 4 : 3, 2, 0, 0, persistent);
+    const RunResult r = run_emulated<EmulatedPolicy, 64, /*QueryOffsets=*/true>(prob, persistent ? 4 : 3, 2, 0, 0, persistent);
     REQUIRE(r.errors == 0u);
     REQUIRE(relative_error(prob, r.output) < 1e-4);
     const std::size_t spare = std::size_t(shape.total_rows() - 1) * shape.num_heads * shape.head_size;

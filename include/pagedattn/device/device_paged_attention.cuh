@@ -19,15 +19,18 @@ struct DevicePagedAttention {
   /// HeadDims: the head sizes to instantiate (default: all supported); others return an error.
   /// CacheLayouts: the cache layouts to instantiate (default: all; VllmCacheLayout halves the tensor-core
   /// kernels); others return an error.
+  /// QueryRowForms: the query rows to instantiate (default: both; UniformQueryRows, for callers that never
+  /// pass query_start_loc, halves the kernels); a launch of another form returns an error.
   /// T: query and output; KvT: the caches' elements (T, fp8_e4m3 or fp8_e5m2);
   /// OutputEpilogue, ScoreVariant: args.output_epilogue's and args.score_variant's types (each one
   /// instantiates its own kernels).
   template <class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
-            class CacheLayouts = SupportedCacheLayouts, class T, class KvT, class OutputEpilogue, class ScoreVariant>
+            class CacheLayouts = SupportedCacheLayouts, class QueryRowForms = SupportedQueryRows, class T, class KvT, class OutputEpilogue,
+            class ScoreVariant>
   static cudaError_t Decode(void* d_temp_storage, std::size_t& temp_storage_bytes,
                             const DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant>& args, cudaStream_t stream = 0)
   {
-    return detail::dispatch_paged_attention<T, PolicyChain, HeadDims, CacheLayouts, KvT, OutputEpilogue, ScoreVariant>(
+    return detail::dispatch_paged_attention<T, PolicyChain, HeadDims, CacheLayouts, QueryRowForms, KvT, OutputEpilogue, ScoreVariant>(
         d_temp_storage, temp_storage_bytes, args, stream);
   }
 };

@@ -24,6 +24,24 @@ using SupportedCacheLayouts = CacheLayoutList<CacheLayout::vllm, CacheLayout::hn
 /// vLLM's layout only: half the tensor-core kernels of the default (HND and NHD share their kernels).
 using VllmCacheLayout = CacheLayoutList<CacheLayout::vllm>;
 
+/// How a launch gives its query rows: q_len new tokens per sequence, or each sequence its own number
+/// (DecodeArguments::query_start_loc).
+enum class QueryRows {
+  uniform,      ///< query_start_loc null: q_len rows per sequence
+  per_sequence, ///< query_start_loc set: the rows each sequence's offsets give
+};
+
+/// A compile-time set of QueryRows: those DevicePagedAttention::Decode instantiates kernels for. Each has
+/// kernels of its own, so that launches without offsets run code with none of theirs.
+template <QueryRows... Forms>
+struct QueryRowsList {};
+/// Both (the default of Decode).
+using SupportedQueryRows = QueryRowsList<QueryRows::uniform, QueryRows::per_sequence>;
+/// Launches without query_start_loc only: half the kernels of the default.
+using UniformQueryRows = QueryRowsList<QueryRows::uniform>;
+/// Launches with query_start_loc only.
+using PerSequenceQueryRows = QueryRowsList<QueryRows::per_sequence>;
+
 /// Arguments of one decode step, as vLLM passes them (all pointers on the device, strides in elements).
 /// T: the query and output type (fp16, bf16, fp32); KvT: the caches' element type, T or an fp8 format
 /// (fp8_e4m3, fp8_e5m2: util_fp8.cuh), whose elements are dequantized as float(fp8) * scale with the scales

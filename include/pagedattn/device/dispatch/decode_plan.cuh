@@ -66,6 +66,9 @@ inline const char* cache_layout_name(CacheLayout l)
   return l == CacheLayout::vllm ? "vllm" : l == CacheLayout::hnd ? "hnd" : l == CacheLayout::nhd ? "nhd" : "unknown";
 }
 
+template <QueryRows... Forms>
+constexpr bool contains_query_rows(QueryRowsList<Forms...>, QueryRows form) { return ((form == Forms) || ...); }
+
 /// The caches' strides in elements (PagedAttentionParams): the caller's, or the packed defaults of the layout.
 struct CacheStrides {
   std::int64_t block, head, token;
@@ -125,6 +128,18 @@ cudaError_t validate_cache_layout(const DecodeArguments<T, KvT, Variants...>& a)
                std::to_string(a.head_size) + ")");
   }
   return cudaSuccess;
+}
+
+/// The launch's query rows (query_start_loc set or not) against the kernels instantiated (QueryRowForms).
+template <class QueryRowForms, class T, class KvT, class... Variants>
+cudaError_t validate_query_rows(const DecodeArguments<T, KvT, Variants...>& a)
+{
+  const QueryRows form = a.query_start_loc ? QueryRows::per_sequence : QueryRows::uniform;
+  if (contains_query_rows(QueryRowForms{}, form)) { return cudaSuccess; }
+  return fail(cudaErrorInvalidValue, a.query_start_loc ? "pagedattn::Decode: query_start_loc is set but per-sequence query rows are not "
+                                                         "instantiated (the QueryRowForms parameter of Decode)"
+                                                       : "pagedattn::Decode: query_start_loc is null but uniform query rows are not "
+                                                         "instantiated (the QueryRowForms parameter of Decode)");
 }
 
 /// Host-side checks; every failure names the argument.

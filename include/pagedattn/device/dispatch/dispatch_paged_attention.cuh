@@ -63,7 +63,7 @@ cudaError_t with_decode_kernel(std::integer_sequence<int, HeadDims...>, int head
 }
 
 /// The dispatch of arguments that validate_arguments() has accepted.
-template <class T, class PolicyChain, class HeadDims, class Layouts, class KvT, class OutputEpilogue, class ScoreVariant>
+template <class T, class PolicyChain, class HeadDims, class Layouts, class QueryRowForms, class KvT, class OutputEpilogue, class ScoreVariant>
 cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_bytes,
                                const DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant>& a, cudaStream_t stream)
 {
@@ -99,7 +99,7 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
     // A launch captured in a graph may be replayed with any lengths under the bound: a persistent grid,
     // which never has more blocks than resident; so does a plain launch whose bound admits many waves of
     // items (loose_bound). Other plain launches: a block per item of the bound.
-    // A launch with query offsets runs a kernel of its own: their code in every kernel cost the latency rows
+    // A launch with query offsets runs kernels of their own: their code in every kernel cost the latency rows
     // of launches without them 1-3 % (bench/NOTES.md, "Per-sequence query rows").
     bool capturing = false;
     PAGEDATTN_RETURN_IF_ERROR(stream_is_capturing(stream, capturing));
@@ -108,16 +108,27 @@ cudaError_t dispatch_validated(void* d_temp_storage, std::size_t& temp_storage_b
       return with_decode_kernel<T, KvT, Variant, PolicyChain, Policy, decltype(persistent_grid)::value, decltype(query_offsets)::value, Layouts>(
           HeadDims{}, a.head_size, plan.head_split.kernel_rows, a.cache_layout, launch);
     };
-    if (a.query_start_loc)
+    // validate_query_rows() has checked the launch's form against QueryRowForms.
+    if constexpr (contains_query_rows(QueryRowForms{}, QueryRows::per_sequence))
     {
-      return persistent ? with_kernel(std::true_type{}, std::true_type{}) : with_kernel(std::false_type{}, std::true_type{});
+      if (a.query_start_loc)
+      {
+        return persistent ? with_kernel(std::true_type{}, std::true_type{}) : with_kernel(std::false_type{}, std::true_type{});
+      }
     }
-    return persistent ? with_kernel(std::true_type{}, std::false_type{}) : with_kernel(std::false_type{}, std::false_type{});
+    if constexpr (contains_query_rows(QueryRowForms{}, QueryRows::uniform))
+    {
+      if (!a.query_start_loc)
+      {
+        return persistent ? with_kernel(std::true_type{}, std::false_type{}) : with_kernel(std::false_type{}, std::false_type{});
+      }
+    }
+    return cudaErrorInvalidValue;
   });
 }
 
 template <class T, class PolicyChain = DefaultPagedAttentionPolicies, class HeadDims = SupportedHeadDims,
-          class Layouts = SupportedCacheLayouts, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue,
+          class Layouts = SupportedCacheLayouts, class QueryRowForms = SupportedQueryRows, class KvT = T, class OutputEpilogue = IdentityOutputEpilogue,
           class ScoreVariant = DefaultScoreVariant>
 cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_storage_bytes,
                                      const DecodeArguments<T, KvT, OutputEpilogue, ScoreVariant>& a, cudaStream_t stream)
@@ -125,7 +136,8 @@ cudaError_t dispatch_paged_attention(void* d_temp_storage, std::size_t& temp_sto
   static_assert(std::is_same_v<KvT, T> || is_fp8<KvT>, "the caches hold the query's type or an fp8 format (util_fp8.cuh)");
   PAGEDATTN_RETURN_IF_ERROR((validate_arguments<T, HeadDims>(a)));
   PAGEDATTN_RETURN_IF_ERROR((validate_cache_layout<Layouts>(a)));
-  return dispatch_validated<T, PolicyChain, HeadDims, Layouts>(d_temp_storage, temp_storage_bytes, a, stream);
+  PAGEDATTN_RETURN_IF_ERROR((validate_query_rows<QueryRowForms>(a)));
+  return dispatch_validated<T, PolicyChain, HeadDims, Layouts, QueryRowForms>(d_temp_storage, temp_storage_bytes, a, stream);
 }
 
 
