@@ -4,6 +4,8 @@
 // at those head sizes with both algorithms, and the planning pass of a launch planned on the device.
 #include <pagedattn/pagedattn.cuh>
 
+#include <type_traits>
+
 static_assert(pagedattn::warp_threads == 64, "compile with -D__ILUVATAR__: this file checks the BI-V100 path");
 static_assert(sizeof(pagedattn::lane_mask_t) * 8 >= pagedattn::warp_threads, "a ballot has a bit per lane");
 
@@ -13,16 +15,24 @@ namespace {
 // 80, 120 and 256, which take each of the fold's code paths (lanes left over past the head's last dim, a head of
 // whole warps of dims): which instructions the PTX holds does not depend on the head size, and the clang 16
 // check instantiates every one.
+// Likewise the query rows: the PTX check takes the offsets' kernels (their code is the plan's and the
+// scheduler's, the same for every element type) with fp16 only, the clang 16 check with every type.
 #ifdef PAGEDATTN_BIV100_SOME_HEADS
 using HeadDims = std::integer_sequence<int, 80, 120, 256>;
+template <class T, class KvT>
+using QueryRowForms = std::conditional_t<std::is_same_v<T, __half> && std::is_same_v<KvT, __half>, pagedattn::SupportedQueryRows,
+                                         pagedattn::UniformQueryRows>;
 #else
 using HeadDims = pagedattn::SupportedHeadDims;
+template <class T, class KvT>
+using QueryRowForms = pagedattn::SupportedQueryRows;
 #endif
 
 template <class T, class KvT>
 cudaError_t decode(void* temp, std::size_t& bytes, const pagedattn::DecodeArguments<T, KvT>& args, cudaStream_t stream)
 {
-  return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims>(temp, bytes, args, stream);
+  return pagedattn::DevicePagedAttention::Decode<pagedattn::DefaultPagedAttentionPolicies, HeadDims, pagedattn::SupportedCacheLayouts,
+                                                 QueryRowForms<T, KvT>>(temp, bytes, args, stream);
 }
 
 template <int... HeadDims>
